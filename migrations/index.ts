@@ -1,0 +1,41 @@
+import type { Migration } from 'kysely';
+
+import * as m0001 from './0001_gen_random_uuid.js';
+import * as m0002 from './0002_communities.js';
+import * as m0003 from './0003_events.js';
+import * as m0004 from './0004_events_indexes.js';
+import * as m0005 from './0005_delivery_log.js';
+import * as m0006 from './0006_event_mentions.js';
+import * as m0007 from './0007_thread_metadata.js';
+import * as m0008 from './0008_relay_members.js';
+import * as m0009 from './0009_channels.js';
+import * as m0010 from './0010_reactions.js';
+import * as m0011 from './0011_moderation.js';
+import * as m0012 from './0012_artifact_heads.js';
+import * as m0013 from './0013_operator_global_tables.js';
+import * as m0014 from './0014_replica_heartbeat.js';
+import * as m0015 from './0015_events_created_at_floor_guard.js';
+
+/**
+ * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
+ * must not depend on reading a directory at runtime. Kysely applies them in key order, and keys
+ * are zero-padded so that order is the numeric one. Append new migrations; never rename or
+ * reorder applied ones (the names are recorded in `kysely_migration`).
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_gen_random_uuid': m0001,
+  '0002_communities': m0002,
+  '0003_events': m0003,
+  '0004_events_indexes': m0004,
+  '0005_delivery_log': m0005,
+  '0006_event_mentions': m0006,
+  '0007_thread_metadata': m0007,
+  '0008_relay_members': m0008,
+  '0009_channels': m0009,
+  '0010_reactions': m0010,
+  '0011_moderation': m0011,
+  '0012_artifact_heads': m0012,
+  '0013_operator_global_tables': m0013,
+  '0014_replica_heartbeat': m0014,
+  '0015_events_created_at_floor_guard': m0015,
+};

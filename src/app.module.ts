@@ -1,0 +1,36 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { LoggerModule } from 'nestjs-pino';
+import { BridgeModule } from './bridge/bridge.module.js';
+import { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { SubscriptionsModule } from './subscriptions/subscriptions.module.js';
+import { TenancyModule } from './tenancy/tenancy.module.js';
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            // Never log auth headers or bodies; one line per request is enough.
+            redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-pubkey"]'],
+            autoLogging: { ignore: (req) => ['/metrics', '/healthz', '/health', '/readyz'].includes(req.url ?? '') },
+          },
+        }),
+        MetricsModule,
+        DatabaseModule,
+        TenancyModule,
+        SubscriptionsModule,
+        BridgeModule,
+        HealthModule,
+      ],
+    };
+  }
+}

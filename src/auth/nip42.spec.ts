@@ -1,0 +1,47 @@
+import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
+import { NostrEvent } from '../common/nostr.types.js';
+import { checkAuthEvent, relayTagMatches } from './nip42.js';
+
+const now = Math.floor(Date.now() / 1000);
+const expect0 = { challenge: 'abc', tenantHost: 'localhost:3000', scheme: 'ws:' as const, nowSecs: now };
+
+function authEvent(overrides: { kind?: number; created_at?: number; tags?: string[][] } = {}): NostrEvent {
+  return finalizeEvent(
+    {
+      kind: overrides.kind ?? 22242,
+      created_at: overrides.created_at ?? now,
+      tags: overrides.tags ?? [
+        ['relay', 'ws://localhost:3000/'],
+        ['challenge', 'abc'],
+      ],
+      content: '',
+    },
+    generateSecretKey(),
+  ) as NostrEvent;
+}
+
+describe('NIP-42 AUTH checks', () => {
+  it('accepts a well-formed auth event for the tenant host', () => {
+    expect(checkAuthEvent(authEvent(), expect0)).toBe(true);
+  });
+
+  it.each([
+    ['a wrong kind', authEvent({ kind: 1 })],
+    ['a stale timestamp', authEvent({ created_at: now - 61 })],
+    ['a future timestamp', authEvent({ created_at: now + 61 })],
+    ['a wrong challenge', authEvent({ tags: [['relay', 'ws://localhost:3000'], ['challenge', 'zzz']] })],
+    ['a missing relay tag', authEvent({ tags: [['challenge', 'abc']] })],
+    ['another tenant host', authEvent({ tags: [['relay', 'ws://evil.example:3000'], ['challenge', 'abc']] })],
+  ])('rejects %s', (_name, ev) => {
+    expect(checkAuthEvent(ev, expect0)).toBe(false);
+  });
+
+  it('treats loopback spellings as one host but keeps the port and scheme strict', () => {
+    expect(relayTagMatches('ws://127.0.0.1:3000', expect0)).toBe(true);
+    expect(relayTagMatches('ws://[::1]:3000/', expect0)).toBe(true);
+    expect(relayTagMatches('ws://127.0.0.1:3001', expect0)).toBe(false);
+    expect(relayTagMatches('wss://localhost:3000', expect0)).toBe(false);
+    expect(relayTagMatches('ws://localhost:3000/other', expect0)).toBe(false);
+    expect(relayTagMatches('not a url', expect0)).toBe(false);
+  });
+});

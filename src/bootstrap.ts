@@ -1,0 +1,44 @@
+/**
+ * Builds and starts the relay for a given configuration: Fastify with raw-text
+ * bodies (NIP-98 hashes the exact bytes), the ws adapter on the same port, the
+ * one HTTP exception filter, pino logs, migrations before the port opens.
+ */
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module.js';
+import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
+import { AppConfig } from './config/app-config.js';
+import { DatabaseService } from './database/database.service.js';
+import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
+import { CommunityRepository } from './tenancy/community.repository.js';
+import { TenancyService } from './tenancy/tenancy.service.js';
+
+export const HTTP_BODY_LIMIT = 1024 * 1024;
+
+export interface BootstrapOptions {
+  /** Seed a community for config.defaultCommunityHosts (the embedded default does). */
+  readonly seedDefaultCommunity: boolean;
+}
+
+export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, trustProxy: false });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    bufferLogs: true,
+    bodyParser: false,
+  });
+  app.useLogger(app.get(Logger));
+  const fastify = app.getHttpAdapter().getInstance();
+  // Every body is kept as the exact text received; controllers parse it themselves.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: HTTP_BODY_LIMIT }, (_req, body, done) => done(null, body));
+  app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes));
+  app.useGlobalFilters(new DatabaseErrorFilter());
+  await app.get(DatabaseService).start();
+  if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
+    await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
+  }
+  if (!config.requireAuthToken) app.get(Logger).warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header');
+  await app.listen(config.port, config.host);
+  return app;
+}

@@ -1,0 +1,11 @@
+/** An HTTP answer decided by the relay: a status and the `{"error": …}` body text. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}

@@ -1,0 +1,72 @@
+import { ConfigError, loadConfig } from './app-config.js';
+
+function problemsOf(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return [...e.problems];
+    throw e;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies the spec defaults', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(3000);
+    expect(c.database.url).toBeUndefined();
+    expect(c.database.readUrl).toBeUndefined();
+    expect(c.database.poolSize).toBe(20);
+    expect(c.database.readPoolSize).toBe(20);
+    expect(c.database.lockTimeoutMs).toBe(5000);
+    expect(c.database.idleTxnTimeoutMs).toBe(60000);
+    expect(c.database.statementTimeoutMs).toBe(0);
+    expect(c.database.autoMigrate).toBe(true);
+    expect(c.replica.readMaxAgeMs).toBe(0);
+    expect(c.replica.probeIntervalMs).toBe(500);
+    expect(c.limits.maxFrameBytes).toBe(524288);
+    expect(Object.isFrozen(c.database)).toBe(true);
+  });
+
+  it('takes the reader size from the writer size unless set', () => {
+    expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7' }).database.readPoolSize).toBe(7);
+    expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);
+  });
+
+  it('treats a blank READ_DATABASE_URL as unset', () => {
+    expect(loadConfig({ READ_DATABASE_URL: '   ' }).database.readUrl).toBeUndefined();
+  });
+
+  it('clamps the read budget to 30 s', () => {
+    expect(loadConfig({ BUZZ_REPLICA_READ_MAX_AGE_MS: '90000' }).replica.readMaxAgeMs).toBe(30000);
+  });
+
+  it.each([
+    ['BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS', '299', '300..10000'],
+    ['BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS', '10001', '300..10000'],
+    ['BUZZ_REPLICA_READ_MAX_AGE_MS', '-5', 'must be a non-negative integer'],
+    ['BUZZ_REPLICA_READ_MAX_AGE_MS', 'soon', 'must be a non-negative integer'],
+    ['BUZZ_DB_POOL_SIZE', '0', '1..10000'],
+    ['PORT', '70000', '0..65535'],
+    ['BUZZ_AUTO_MIGRATE', 'maybe', 'true/false'],
+    ['DATABASE_URL', 'mysql://x', 'postgres:'],
+  ])('rejects %s=%s naming the variable and range', (name, value, expected) => {
+    const problems = problemsOf({ [name]: value });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(name);
+    expect(problems[0]).toContain(expected);
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(problemsOf({ PORT: 'x', BUZZ_DB_POOL_SIZE: 'y' })).toHaveLength(2);
+  });
+
+  it('refuses the renamed head-age variable', () => {
+    expect(problemsOf({ BUZZ_REPLICA_HEAD_MAX_AGE_SECS: '1' })[0]).toContain('BUZZ_REPLICA_READ_MAX_AGE_MS');
+  });
+
+  it('never echoes a database URL that may hold a password', () => {
+    const [problem] = problemsOf({ DATABASE_URL: 'http://user:secret@host/db' });
+    expect(problem).not.toContain('secret');
+  });
+});

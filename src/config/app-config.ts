@@ -1,0 +1,134 @@
+/**
+ * The relay's one configuration object. Nothing else reads process.env: the
+ * loader turns the environment into a validated, typed, frozen value, and a bad
+ * value stops start-up with a message naming the variable and what it accepts.
+ */
+import { ConfigError, EnvReader } from './env-reader.js';
+
+export interface DatabaseConfig {
+  /** Writer (and fence-probe) connection string; undefined = start the embedded default. */
+  readonly url: string | undefined;
+  /** Reader connection string; undefined = no reader pool, every read is a writer read. */
+  readonly readUrl: string | undefined;
+  readonly poolSize: number;
+  readonly readPoolSize: number;
+  readonly statementTimeoutMs: number;
+  readonly lockTimeoutMs: number;
+  readonly idleTxnTimeoutMs: number;
+  readonly autoMigrate: boolean;
+  readonly poolMetricsIntervalSecs: number;
+  readonly partitionMonthsAhead: number;
+}
+
+export interface ReplicaConfig {
+  /** Bounded-read budget B in ms; 0 disables bounded replica reads. */
+  readonly readMaxAgeMs: number;
+  readonly probeIntervalMs: number;
+}
+
+export interface RelayLimits {
+  readonly maxConnections: number;
+  readonly maxConcurrentHandlers: number;
+  readonly sendBuffer: number;
+  readonly maxFrameBytes: number;
+  readonly slowClientGraceLimit: number;
+}
+
+export interface RateLimitConfig {
+  readonly humanWsEventsPerSec: number;
+  readonly humanMessagesPerMin: number;
+  readonly humanApiCallsPerMin: number;
+}
+
+export interface AppConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly relayUrl: string;
+  readonly logLevel: string;
+  readonly database: DatabaseConfig;
+  readonly replica: ReplicaConfig;
+  readonly limits: RelayLimits;
+  readonly rateLimits: RateLimitConfig;
+  readonly requireRelayMembership: boolean;
+  readonly pubkeyAllowlist: boolean;
+  /** false trusts the `X-Pubkey` dev header on the HTTP bridge (logged as a warning at start). */
+  readonly requireAuthToken: boolean;
+  /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
+  readonly defaultCommunityHosts: readonly string[];
+  readonly verifierThreads: number;
+}
+
+export const READ_MAX_AGE_CLAMP_MS = 30_000;
+export const DEFAULT_POOL_SIZE = 20;
+
+export { ConfigError };
+
+export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
+  const r = new EnvReader(env);
+  if (r.present('BUZZ_REPLICA_HEAD_MAX_AGE_SECS')) {
+    r.fail('BUZZ_REPLICA_HEAD_MAX_AGE_SECS', 'was renamed to BUZZ_REPLICA_READ_MAX_AGE_MS (milliseconds); remove it');
+  }
+  const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
+  const bind = parseBind(r);
+  const config: AppConfig = {
+    host: bind.host,
+    port: bind.port,
+    relayUrl: r.url('RELAY_URL', `ws://localhost:${bind.port}`, ['ws:', 'wss:']),
+    logLevel: r.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    database: {
+      url: r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']),
+      readUrl: r.optionalUrl('READ_DATABASE_URL', ['postgres:', 'postgresql:']),
+      poolSize,
+      readPoolSize: r.int('BUZZ_DB_READ_POOL_SIZE', poolSize, 1, 10_000),
+      statementTimeoutMs: r.int('BUZZ_DB_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
+      lockTimeoutMs: r.int('BUZZ_DB_LOCK_TIMEOUT_MS', 5000, 0, 86_400_000),
+      idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),
+      autoMigrate: r.bool('BUZZ_AUTO_MIGRATE', true),
+      poolMetricsIntervalSecs: r.int('BUZZ_POOL_METRICS_INTERVAL_SECS', 10, 1, 3600),
+      partitionMonthsAhead: r.int('BUZZ_PARTITION_MONTHS_AHEAD', 3, 0, 36),
+    },
+    replica: {
+      readMaxAgeMs: Math.min(r.int('BUZZ_REPLICA_READ_MAX_AGE_MS', 0, 0, Number.MAX_SAFE_INTEGER, 'must be a non-negative integer'), READ_MAX_AGE_CLAMP_MS),
+      probeIntervalMs: r.int('BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS', 500, 300, 10_000),
+    },
+    limits: {
+      maxConnections: r.int('BUZZ_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      maxConcurrentHandlers: r.int('BUZZ_MAX_CONCURRENT_HANDLERS', 1024, 1, 1_000_000),
+      sendBuffer: r.int('BUZZ_SEND_BUFFER', 1000, 1, 1_000_000),
+      maxFrameBytes: r.int('BUZZ_MAX_FRAME_BYTES', 524_288, 1, 64 * 1024 * 1024),
+      slowClientGraceLimit: r.int('BUZZ_SLOW_CLIENT_GRACE_LIMIT', 15, 1, 1_000_000),
+    },
+    rateLimits: {
+      humanWsEventsPerSec: r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000),
+      humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
+      humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
+    },
+    requireRelayMembership: r.bool('BUZZ_REQUIRE_RELAY_MEMBERSHIP', false),
+    pubkeyAllowlist: r.bool('BUZZ_PUBKEY_ALLOWLIST', false),
+    requireAuthToken: r.bool('BUZZ_REQUIRE_AUTH_TOKEN', false),
+    defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
+    verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
+  };
+  r.throwIfInvalid();
+  return deepFreeze(config);
+}
+
+/** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */
+function parseBind(r: EnvReader): { host: string; port: number } {
+  const addr = r.string('BUZZ_BIND_ADDR', '0.0.0.0:3000');
+  const m = /^(.*):(\d{1,5})$/.exec(addr);
+  if (!m || Number(m[2]) > 65_535) {
+    r.fail('BUZZ_BIND_ADDR', `must be host:port with a port in 0..65535, got ${JSON.stringify(addr)}`);
+    return { host: '0.0.0.0', port: 3000 };
+  }
+  const host = m[1].replace(/^\[(.*)\]$/, '$1') || '0.0.0.0';
+  return { host, port: r.int('PORT', Number(m[2]), 0, 65_535) };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

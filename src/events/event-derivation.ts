@@ -1,0 +1,66 @@
+/**
+ * What ingest derives from an event's tags: its channel, its NIP-10 thread
+ * references and its mentions. Pure functions; lookups happen in the caller.
+ */
+import { NostrEvent } from '../common/nostr.types.js';
+import { GLOBAL_ONLY_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+export type ChannelDerivation =
+  | { ok: true; channelId: string | null; fromTarget: string | undefined }
+  | { ok: false; reason: string };
+
+/**
+ * Reactions and deletions take the channel of their target (`fromTarget` names
+ * it for the caller to look up); global-only kinds have none; the rest use the
+ * first `h` tag that is a UUID.
+ */
+export function deriveChannel(event: NostrEvent): ChannelDerivation {
+  if (event.kind === 7) {
+    const target = lastHexTag(event, 'e');
+    if (!target) return { ok: false, reason: 'invalid: reaction must reference a target event via e tag' };
+    return { ok: true, channelId: null, fromTarget: target };
+  }
+  if (event.kind === 5) {
+    const target = event.tags.find((t) => t[0] === 'e' && HEX64.test(t[1] ?? ''))?.[1];
+    return { ok: true, channelId: null, fromTarget: target };
+  }
+  if (GLOBAL_ONLY_KINDS.has(event.kind)) return { ok: true, channelId: null, fromTarget: undefined };
+  const h = event.tags.find((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))?.[1]?.toLowerCase() ?? null;
+  if (!h && REQUIRES_CHANNEL_KINDS.has(event.kind)) {
+    return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
+  }
+  return { ok: true, channelId: h, fromTarget: undefined };
+}
+
+/**
+ * NIP-10: marked `root`/`reply` tags win; otherwise the deprecated positional
+ * form (first e = root, last e = reply). Returns the direct parent, or null for
+ * a top-level message.
+ */
+export function threadRefsOf(event: NostrEvent): { parent: string; root: string } | null {
+  const eTags = event.tags.filter((t) => t[0] === 'e' && HEX64.test(t[1] ?? ''));
+  if (eTags.length === 0) return null;
+  const marked = (m: string) => eTags.find((t) => t[3] === m)?.[1];
+  const root = marked('root');
+  const reply = marked('reply');
+  if (root || reply) return { parent: reply ?? root!, root: root ?? reply! };
+  return { parent: eTags[eTags.length - 1][1], root: eTags[0][1] };
+}
+
+/** Lowercase pubkeys of well-formed `p` tags, each once. */
+export function mentionsOf(event: NostrEvent): string[] {
+  const out = new Set<string>();
+  for (const t of event.tags) if (t[0] === 'p' && HEX64.test(t[1] ?? '')) out.add(t[1]);
+  return [...out];
+}
+
+function lastHexTag(event: NostrEvent, name: string): string | undefined {
+  for (let i = event.tags.length - 1; i >= 0; i--) {
+    const t = event.tags[i];
+    if (t[0] === name && HEX64.test(t[1] ?? '')) return t[1];
+  }
+  return undefined;
+}

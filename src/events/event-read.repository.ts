@@ -1,0 +1,72 @@
+/**
+ * NIP-01 filter → SQL. Every read is confined to one community and to live
+ * rows, ordered `created_at DESC, id ASC`. Tag containment is pushed down to the
+ * GIN index; callers re-check the positional NIP-01 match on the rows returned.
+ */
+import { Injectable } from '@nestjs/common';
+import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
+import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { DB } from '../database/database.types.js';
+import { EventRow, rowToEvent } from './stored-event.js';
+
+type Eb = ExpressionBuilder<DB, 'events'>;
+
+@Injectable()
+export class EventReadRepository {
+  async query(db: Kysely<DB>, communityId: string, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
+    if (limit <= 0 || filter.kinds?.length === 0) return [];
+    const rows = await db
+      .selectFrom('events')
+      .select([
+        'id',
+        'pubkey',
+        sql<string>`extract(epoch from created_at)::bigint`.as('created_at'),
+        'kind',
+        'tags',
+        'content',
+        'sig',
+      ])
+      .where((eb) => eb.and(whereFilter(eb, communityId, filter)))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'asc')
+      .limit(limit)
+      .execute();
+    return (rows as unknown as EventRow[]).map(rowToEvent);
+  }
+
+  async count(db: Kysely<DB>, communityId: string, filter: NostrFilter): Promise<number> {
+    if (filter.kinds?.length === 0) return 0;
+    const row = await db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where((eb) => eb.and(whereFilter(eb, communityId, filter)))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+}
+
+export function whereFilter(eb: Eb, communityId: string, f: NostrFilter): Expression<SqlBool>[] {
+  const conds: Expression<SqlBool>[] = [eb('community_id', '=', communityId), eb('deleted_at', 'is', null)];
+  if (f.ids) conds.push(sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
+  if (f.authors) conds.push(sql<SqlBool>`pubkey = any(${hexArray(f.authors)}::bytea[])`);
+  if (f.kinds) conds.push(sql<SqlBool>`kind = any(${f.kinds}::int[])`);
+  if (f.since !== undefined) conds.push(sql<SqlBool>`created_at >= to_timestamp(${f.since})`);
+  if (f.until !== undefined && f.before_id === undefined) conds.push(sql<SqlBool>`created_at <= to_timestamp(${f.until})`);
+  if (f.until !== undefined && f.before_id !== undefined) {
+    // Composite cursor for `created_at DESC, id ASC`: strictly after (until, before_id).
+    conds.push(
+      sql<SqlBool>`(created_at < to_timestamp(${f.until}) or (created_at = to_timestamp(${f.until}) and id > decode(${f.before_id}, 'hex')))`,
+    );
+  }
+  for (const [key, values] of Object.entries(f.tags)) {
+    if (values.length === 0) return [sql<SqlBool>`false`];
+    // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
+    const probes = values.map((v) => JSON.stringify([[key, v]]));
+    conds.push(sql<SqlBool>`tags @> any(${probes}::jsonb[])`);
+  }
+  return conds;
+}
+
+function hexArray(values: readonly string[]): Buffer[] {
+  return values.map((v) => Buffer.from(v, 'hex'));
+}

@@ -1,0 +1,181 @@
+/**
+ * Every SQL statement of the write path. Methods take the transaction they run
+ * in; the caller (EventWriter) decides how transactions are grouped.
+ */
+import { Injectable } from '@nestjs/common';
+import { Kysely, sql, Transaction } from 'kysely';
+import { REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
+import { DB } from '../database/database.types.js';
+import { StoredEventInput, ThreadAnchor } from './stored-event.js';
+
+type Tx = Transaction<DB> | Kysely<DB>;
+
+export interface ParentThreadRow {
+  event_id: Buffer;
+  event_created_at: string;
+  channel_id: string;
+  depth: number;
+  root_event_id: Buffer | null;
+  root_event_created_at: string | null;
+}
+
+@Injectable()
+export class EventWriteRepository {
+  /**
+   * Channel-event writes take the replica-floor lock shared, so a fence probe
+   * cannot sample the writer clock while one of them is in flight.
+   */
+  async lockFloorShared(tx: Tx): Promise<void> {
+    await sql`select pg_advisory_xact_lock_shared(${REPLICA_FLOOR_LOCK_KEY}::bigint)`.execute(tx);
+  }
+
+  /** One multi-row insert; returns the hex ids that were new (duplicates are skipped). */
+  async insertEvents(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<Set<string>> {
+    if (items.length === 0) return new Set();
+    const col = <T>(f: (i: StoredEventInput) => T): T[] => items.map(f);
+    // One bound array per column keeps the statement text constant for any batch size.
+    const { rows } = await sql<{ id: Buffer }>`
+      insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id, d_tag)
+      select ${communityId}::uuid, decode(u.id, 'hex'), decode(u.pubkey, 'hex'), to_timestamp(u.created_at),
+             u.kind, u.tags::jsonb, u.content, decode(u.sig, 'hex'), u.channel_id, u.d_tag
+        from unnest(${col((i) => i.event.id)}::text[], ${col((i) => i.event.pubkey)}::text[],
+                    ${col((i) => i.event.created_at)}::bigint[], ${col((i) => i.event.kind)}::int[],
+                    ${col((i) => JSON.stringify(i.event.tags))}::text[], ${col((i) => i.event.content)}::text[],
+                    ${col((i) => i.event.sig)}::text[], ${col((i) => i.channelId)}::uuid[], ${col((i) => i.dTag)}::text[])
+             as u(id, pubkey, created_at, kind, tags, content, sig, channel_id, d_tag)
+      on conflict do nothing
+      returning id`.execute(tx);
+    return new Set(rows.map((r) => r.id.toString('hex')));
+  }
+
+  async insertMentions(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<void> {
+    const rows = items.flatMap((i) => i.mentions.map((p) => ({ i, p })));
+    if (rows.length === 0) return;
+    await sql`
+      insert into event_mentions (community_id, pubkey_hex, event_id, event_created_at, channel_id, event_kind)
+      select ${communityId}::uuid, u.p, decode(u.id, 'hex'), to_timestamp(u.created_at), u.channel_id, u.kind
+        from unnest(${rows.map((r) => r.p)}::text[], ${rows.map((r) => r.i.event.id)}::text[],
+                    ${rows.map((r) => r.i.event.created_at)}::bigint[], ${rows.map((r) => r.i.channelId)}::uuid[],
+                    ${rows.map((r) => r.i.event.kind)}::int[]) as u(p, id, created_at, channel_id, kind)
+      on conflict do nothing`.execute(tx);
+  }
+
+  /** Inserts thread rows for new messages and bumps parent and root counters. */
+  async applyThreads(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<void> {
+    const placed = items.filter((i) => i.thread && i.channelId);
+    if (placed.length === 0) return;
+    const anchor = (a: ThreadAnchor | null | undefined) => a ?? { id: null, createdAt: null };
+    await sql`
+      insert into thread_metadata (community_id, event_created_at, event_id, channel_id, parent_event_id,
+                                   parent_event_created_at, root_event_id, root_event_created_at, depth,
+                                   reply_count, descendant_count, broadcast)
+      select ${communityId}::uuid, to_timestamp(u.created_at), decode(u.id, 'hex'), u.channel_id,
+             decode(u.parent_id, 'hex'), to_timestamp(u.parent_at), decode(u.root_id, 'hex'), to_timestamp(u.root_at),
+             u.depth, 0, 0, false
+        from unnest(${placed.map((i) => i.event.created_at)}::bigint[], ${placed.map((i) => i.event.id)}::text[],
+                    ${placed.map((i) => i.channelId)}::uuid[], ${placed.map((i) => anchor(i.thread?.parent).id)}::text[],
+                    ${placed.map((i) => anchor(i.thread?.parent).createdAt)}::bigint[],
+                    ${placed.map((i) => anchor(i.thread?.root).id)}::text[],
+                    ${placed.map((i) => anchor(i.thread?.root).createdAt)}::bigint[],
+                    ${placed.map((i) => i.thread?.depth ?? 0)}::int[])
+             as u(created_at, id, channel_id, parent_id, parent_at, root_id, root_at, depth)
+      on conflict do nothing`.execute(tx);
+    await this.bumpCounters(tx, communityId, placed);
+  }
+
+  async findThreadParent(tx: Tx, communityId: string, idHex: string): Promise<ParentThreadRow | undefined> {
+    const { rows } = await sql<ParentThreadRow>`
+      select t.event_id, extract(epoch from t.event_created_at)::bigint as event_created_at, t.channel_id, t.depth,
+             t.root_event_id, extract(epoch from t.root_event_created_at)::bigint as root_event_created_at
+        from events e
+        join thread_metadata t on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
+       where e.community_id = ${communityId}::uuid and e.id = decode(${idHex}, 'hex') and e.deleted_at is null
+       limit 1`.execute(tx);
+    return rows[0];
+  }
+
+  /** The channel of a live target event: undefined when absent, null when channel-less. */
+  async findTargetChannel(tx: Tx, communityId: string, idHex: string): Promise<string | null | undefined> {
+    const { rows } = await sql<{ channel_id: string | null }>`
+      select channel_id from events
+       where community_id = ${communityId}::uuid and id = decode(${idHex}, 'hex') and deleted_at is null
+       limit 1`.execute(tx);
+    return rows.length === 0 ? undefined : rows[0].channel_id;
+  }
+
+  /** The newest live version of a replaceable or addressable coordinate, locked. */
+  async findCurrentVersion(
+    tx: Tx,
+    communityId: string,
+    pubkeyHex: string,
+    kind: number,
+    dTag: string | null,
+  ): Promise<{ id: Buffer; created_at: string } | undefined> {
+    const { rows } = await sql<{ id: Buffer; created_at: string }>`
+      select id, extract(epoch from created_at)::bigint as created_at from events
+       where community_id = ${communityId}::uuid and pubkey = decode(${pubkeyHex}, 'hex') and kind = ${kind}
+         and deleted_at is null and d_tag is not distinct from ${dTag}
+       order by created_at desc, id asc
+       limit 1`.execute(tx);
+    return rows[0];
+  }
+
+  /** Serialises writers of one replaceable coordinate for the rest of the transaction. */
+  async lockCoordinate(tx: Tx, communityId: string, pubkeyHex: string, kind: number, dTag: string | null): Promise<void> {
+    const key = `${communityId}:${pubkeyHex}:${kind}:${dTag ?? ''}`;
+    await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
+  }
+
+  async supersedeVersions(tx: Tx, communityId: string, pubkeyHex: string, kind: number, dTag: string | null, keepIdHex: string): Promise<void> {
+    await sql`
+      update events set deleted_at = now()
+       where community_id = ${communityId}::uuid and pubkey = decode(${pubkeyHex}, 'hex') and kind = ${kind}
+         and deleted_at is null and d_tag is not distinct from ${dTag} and id <> decode(${keepIdHex}, 'hex')`.execute(tx);
+  }
+
+  /** NIP-09: soft-deletes the author's own events by id. Returns how many were deleted. */
+  async softDeleteByIds(tx: Tx, communityId: string, authorHex: string, idsHex: readonly string[]): Promise<number> {
+    if (idsHex.length === 0) return 0;
+    const res = await sql`
+      update events set deleted_at = now()
+       where community_id = ${communityId}::uuid and id = any(${idsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])
+         and pubkey = decode(${authorHex}, 'hex') and deleted_at is null and kind <> 5`.execute(tx);
+    return Number(res.numAffectedRows ?? 0);
+  }
+
+  /** NIP-09 `a` target: versions of the author's coordinate up to the deletion's time. */
+  async softDeleteCoordinate(tx: Tx, communityId: string, authorHex: string, kind: number, dTag: string, untilSecs: number): Promise<number> {
+    const res = await sql`
+      update events set deleted_at = now()
+       where community_id = ${communityId}::uuid and pubkey = decode(${authorHex}, 'hex') and kind = ${kind}
+         and d_tag = ${dTag} and created_at <= to_timestamp(${untilSecs}) and deleted_at is null`.execute(tx);
+    return Number(res.numAffectedRows ?? 0);
+  }
+
+  private async bumpCounters(tx: Tx, communityId: string, placed: readonly StoredEventInput[]): Promise<void> {
+    const replies = placed.filter((i) => i.thread?.parent);
+    if (replies.length === 0) return;
+    const bumps = new Map<string, { id: string; at: number; replies: number; descendants: number; last: number }>();
+    const bump = (a: ThreadAnchor, field: 'replies' | 'descendants', at: number) => {
+      const key = `${a.createdAt}:${a.id}`;
+      const entry = bumps.get(key) ?? { id: a.id, at: a.createdAt, replies: 0, descendants: 0, last: 0 };
+      entry[field] += 1;
+      entry.last = Math.max(entry.last, at);
+      bumps.set(key, entry);
+    };
+    for (const r of replies) {
+      bump(r.thread!.parent!, 'replies', r.event.created_at);
+      bump(r.thread!.root ?? r.thread!.parent!, 'descendants', r.event.created_at);
+    }
+    const list = [...bumps.values()];
+    await sql`
+      update thread_metadata t
+         set reply_count = t.reply_count + u.replies,
+             descendant_count = t.descendant_count + u.descendants,
+             last_reply_at = greatest(t.last_reply_at, to_timestamp(u.last))
+        from unnest(${list.map((b) => b.id)}::text[], ${list.map((b) => b.at)}::bigint[], ${list.map((b) => b.replies)}::int[],
+                    ${list.map((b) => b.descendants)}::int[], ${list.map((b) => b.last)}::bigint[])
+             as u(id, at, replies, descendants, last)
+       where t.community_id = ${communityId}::uuid and t.event_created_at = to_timestamp(u.at) and t.event_id = decode(u.id, 'hex')`.execute(tx);
+  }
+}

@@ -1,0 +1,34 @@
+import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { EventBus } from './event-bus.js';
+import { EventQueryService } from './event-query.service.js';
+import { EventReadRepository } from './event-read.repository.js';
+import { EventWriteRepository } from './event-write.repository.js';
+import { EventWriter } from './event-writer.service.js';
+import { IngestService } from './ingest.service.js';
+import { SignatureVerifier } from './signature-verifier.js';
+
+@Module({
+  providers: [
+    {
+      provide: SignatureVerifier,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new SignatureVerifier({ poolSize: config.verifierThreads > 0 ? config.verifierThreads : undefined }),
+    },
+    EventBus,
+    EventReadRepository,
+    EventWriteRepository,
+    EventWriter,
+    EventQueryService,
+    IngestService,
+  ],
+  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService],
+})
+export class EventsModule implements OnApplicationShutdown {
+  constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.verifier.close();
+  }
+}

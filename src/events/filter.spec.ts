@@ -1,0 +1,357 @@
+import { matchFilter as nostrToolsMatch } from 'nostr-tools/filter';
+import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import {
+  MAX_FILTER_VALUES,
+  effectiveLimit,
+  matchFilter,
+  parseClientMessage,
+  parseFilter,
+} from './filter.js';
+
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const C = 'c'.repeat(64);
+
+function parsed(raw: unknown): NostrFilter {
+  const result = parseFilter(raw);
+  if (!result.ok) throw new Error(`unexpected parse failure: ${result.reason}`);
+  return result.filter;
+}
+
+function ev(overrides: Partial<NostrEvent> = {}): NostrEvent {
+  return { id: A, pubkey: B, created_at: 1000, kind: 9, tags: [], content: '', sig: 'f'.repeat(128), ...overrides };
+}
+
+describe('parseFilter', () => {
+  it('parses every NIP-01 field, #tags and keeps unknown fields as extensions', () => {
+    const raw = {
+      ids: [A],
+      authors: [B],
+      kinds: [9, 40002],
+      since: 10,
+      until: 20,
+      limit: 5,
+      search: 'hello',
+      '#e': [C],
+      '#buzz-channel': ['x'],
+      consistency: 'strong',
+      top_level: true,
+      page: 2,
+    };
+    expect(parseFilter(raw)).toEqual({
+      ok: true,
+      filter: {
+        ids: [A],
+        authors: [B],
+        kinds: [9, 40002],
+        since: 10,
+        until: 20,
+        limit: 5,
+        search: 'hello',
+        tags: { e: [C], 'buzz-channel': ['x'] },
+        extensions: { consistency: 'strong', top_level: true, page: 2 },
+      },
+    });
+  });
+
+  it('returns empty tags and extensions for an empty filter', () => {
+    expect(parseFilter({})).toEqual({ ok: true, filter: { tags: {}, extensions: {} } });
+  });
+
+  it('treats null on a known field as absent', () => {
+    expect(parsed({ since: null, ids: null, '#e': null, search: null })).toEqual({ tags: {}, extensions: {} });
+  });
+
+  it('keeps empty lists (they match nothing)', () => {
+    expect(parsed({ kinds: [], '#h': [] })).toEqual({ kinds: [], tags: { h: [] }, extensions: {} });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['a non-object', [], 'filter must be a JSON object'],
+    ['null', null, 'filter must be a JSON object'],
+    ['ids with a prefix', { ids: ['abcd'] }, 'ids must be an array of 64-char lowercase hex strings'],
+    ['uppercase ids', { ids: [A.toUpperCase()] }, 'ids must be an array of 64-char lowercase hex strings'],
+    ['ids not an array', { ids: A }, 'ids must be an array of 64-char lowercase hex strings'],
+    ['short authors', { authors: ['b'] }, 'authors must be an array of 64-char lowercase hex strings'],
+    ['string kinds', { kinds: ['9'] }, 'kinds must be an array of integers between 0 and 65535'],
+    ['kind out of range', { kinds: [65_536] }, 'kinds must be an array of integers between 0 and 65535'],
+    ['negative since', { since: -1 }, 'since must be a non-negative integer'],
+    ['fractional until', { until: 1.5 }, 'until must be a non-negative integer'],
+    ['string limit', { limit: '10' }, 'limit must be a non-negative integer'],
+    ['non-string search', { search: 1 }, 'search must be a string'],
+    ['non-array tag values', { '#e': A }, '#e must be an array of strings'],
+    ['non-string tag value', { '#p': [1] }, '#p must be an array of strings'],
+    ['an empty tag name', { '#': ['x'] }, 'tag filter name must be 1 to 64 characters'],
+    ['a too-long tag name', { ['#' + 'x'.repeat(65)]: ['x'] }, 'tag filter name must be 1 to 64 characters'],
+  ])('rejects %s', (_label, raw, reason) => {
+    expect(parseFilter(raw)).toEqual({ ok: false, code: 'invalid_filter', reason });
+  });
+
+  it(`caps every list at ${MAX_FILTER_VALUES} values`, () => {
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => i.toString(16).padStart(64, '0'));
+    expect(parseFilter({ ids: ids(MAX_FILTER_VALUES) }).ok).toBe(true);
+    expect(parseFilter({ ids: ids(MAX_FILTER_VALUES + 1) })).toEqual({
+      ok: false,
+      code: 'invalid_filter',
+      reason: 'ids contains 1001 values, maximum is 1000',
+    });
+    expect(parseFilter({ '#e': Array(MAX_FILTER_VALUES + 1).fill('x') })).toEqual({
+      ok: false,
+      code: 'invalid_filter',
+      reason: '#e contains 1001 values, maximum is 1000',
+    });
+  });
+
+  describe('before_id (§2.3)', () => {
+    it('accepts a 64-hex cursor with until and stores it lowercase', () => {
+      expect(parsed({ until: 5, before_id: 'AB'.repeat(32) })).toEqual({
+        until: 5,
+        before_id: 'ab'.repeat(32),
+        tags: {},
+        extensions: {},
+      });
+    });
+
+    it('requires until', () => {
+      expect(parseFilter({ before_id: A })).toEqual({
+        ok: false,
+        code: 'invalid_cursor',
+        reason: 'before_id requires until to be set',
+      });
+      expect(parseFilter({ before_id: A, until: null }).ok).toBe(false);
+    });
+
+    it.each([['short'], [1], ['g'.repeat(64)], ['a'.repeat(66)]])('rejects a malformed cursor %p', (beforeId) => {
+      expect(parseFilter({ until: 5, before_id: beforeId })).toEqual({
+        ok: false,
+        code: 'invalid_cursor',
+        reason: 'before_id must be a 64-char hex event id',
+      });
+    });
+
+    it('reports a malformed cursor before a missing until', () => {
+      expect(parseFilter({ before_id: 'short' })).toMatchObject({ reason: 'before_id must be a 64-char hex event id' });
+    });
+  });
+
+  it('cannot be steered into prototype pollution by client keys', () => {
+    const raw = JSON.parse('{"__proto__": {"polluted": true}, "#__proto__": ["x"]}') as unknown;
+    const filter = parsed(raw);
+    expect(Object.getPrototypeOf(filter.extensions)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(filter.tags)).toBe(Object.prototype);
+    expect(Object.keys(filter.tags)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('matchFilter', () => {
+  it('matches ids, authors and kinds by membership', () => {
+    expect(matchFilter(ev(), parsed({ ids: [C, A], authors: [B], kinds: [1, 9] }))).toBe(true);
+    expect(matchFilter(ev(), parsed({ ids: [C] }))).toBe(false);
+    expect(matchFilter(ev(), parsed({ authors: [A] }))).toBe(false);
+    expect(matchFilter(ev(), parsed({ kinds: [1] }))).toBe(false);
+  });
+
+  it('matches nothing for empty lists', () => {
+    for (const raw of [{ kinds: [] }, { ids: [] }, { authors: [] }, { '#e': [] }]) {
+      expect(matchFilter(ev({ tags: [['e', A]] }), parsed(raw))).toBe(false);
+    }
+  });
+
+  it('treats since and until as inclusive', () => {
+    const f = parsed({ since: 1000, until: 1000 });
+    expect(matchFilter(ev({ created_at: 1000 }), f)).toBe(true);
+    expect(matchFilter(ev({ created_at: 999 }), f)).toBe(false);
+    expect(matchFilter(ev({ created_at: 1001 }), f)).toBe(false);
+    expect(matchFilter(ev({ created_at: 0 }), parsed({ until: 0 }))).toBe(true);
+  });
+
+  it('matches tags positionally on [0] and [1] only', () => {
+    const f = parsed({ '#e': [C] });
+    expect(matchFilter(ev({ tags: [['e', C]] }), f)).toBe(true);
+    expect(matchFilter(ev({ tags: [['e', C, 'wss://relay', 'root']] }), f)).toBe(true);
+    expect(matchFilter(ev({ tags: [['p', C]] }), f)).toBe(false);
+    expect(matchFilter(ev({ tags: [['e', A, C]] }), f)).toBe(false);
+    expect(matchFilter(ev({ tags: [['e']] }), f)).toBe(false);
+  });
+
+  it('requires every tag key (AND) and any value within a key (OR)', () => {
+    const f = parsed({ '#e': [A, C], '#h': ['room'] });
+    expect(matchFilter(ev({ tags: [['e', C], ['h', 'room']] }), f)).toBe(true);
+    expect(matchFilter(ev({ tags: [['e', C]] }), f)).toBe(false);
+  });
+
+  it('matches multi-letter tag names', () => {
+    const f = parsed({ '#buzz-channel': ['x'] });
+    expect(matchFilter(ev({ tags: [['buzz-channel', 'x']] }), f)).toBe(true);
+    expect(matchFilter(ev({ tags: [['buzz-channel', 'y']] }), f)).toBe(false);
+  });
+
+  it('applies the before_id composite cursor', () => {
+    const f = parsed({ until: 1000, before_id: B });
+    expect(matchFilter(ev({ created_at: 999, id: A }), f)).toBe(true);
+    expect(matchFilter(ev({ created_at: 1000, id: C }), f)).toBe(true);
+    expect(matchFilter(ev({ created_at: 1000, id: B }), f)).toBe(false);
+    expect(matchFilter(ev({ created_at: 1000, id: A }), f)).toBe(false);
+    expect(matchFilter(ev({ created_at: 1001, id: C }), f)).toBe(false);
+  });
+
+  it('ignores search, limit and extensions', () => {
+    expect(matchFilter(ev(), parsed({ search: 'nothing like it', limit: 0, top_level: true }))).toBe(true);
+  });
+
+  it('handles long value lists (set-backed) the same as short ones', () => {
+    const many = Array.from({ length: 500 }, (_, i) => i.toString(16).padStart(64, '0'));
+    const f = parsed({ ids: [...many, A], '#e': [...many, C] });
+    expect(matchFilter(ev({ tags: [['e', C]] }), f)).toBe(true);
+    expect(matchFilter(ev({ id: B, tags: [['e', C]] }), f)).toBe(false);
+    expect(matchFilter(ev({ tags: [['e', B]] }), f)).toBe(false);
+  });
+
+  it('agrees with nostr-tools matchFilter on random events and filters', () => {
+    let seed = 42;
+    const rand = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+    const subset = <T>(xs: readonly T[]) => xs.filter(() => rand() < 0.5);
+    const hexes = [A, B, C];
+    const names = ['e', 'p', 'h'];
+    for (let i = 0; i < 2000; i++) {
+      const event = ev({
+        id: pick(hexes),
+        pubkey: pick(hexes),
+        kind: pick([1, 9, 40002]),
+        created_at: 1 + Math.floor(rand() * 10),
+        tags: subset(names).map((n) => [n, pick(hexes)]),
+      });
+      const raw: Record<string, unknown> = {};
+      if (rand() < 0.3) raw.ids = subset(hexes);
+      if (rand() < 0.3) raw.authors = subset(hexes);
+      if (rand() < 0.3) raw.kinds = subset([1, 9, 40002]);
+      if (rand() < 0.3) raw.since = 1 + Math.floor(rand() * 10);
+      if (rand() < 0.3) raw.until = 1 + Math.floor(rand() * 10);
+      for (const n of names) if (rand() < 0.3) raw[`#${n}`] = subset(hexes);
+      expect({ i, raw, match: matchFilter(event, parsed(raw)) }).toEqual({ i, raw, match: nostrToolsMatch(raw as Parameters<typeof nostrToolsMatch>[0], event) });
+    }
+  });
+});
+
+describe('effectiveLimit', () => {
+  it.each<[number | undefined, number]>([
+    [undefined, 1000],
+    [0, 0],
+    [5, 5],
+    [1000, 1000],
+    [5000, 1000],
+  ])('limit %p gives %i', (limit, expected) => {
+    expect(effectiveLimit(parsed(limit === undefined ? {} : { limit }))).toBe(expected);
+  });
+
+  it('honours a custom maximum', () => {
+    expect(effectiveLimit(parsed({}), 100)).toBe(100);
+    expect(effectiveLimit(parsed({ limit: 500 }), 100)).toBe(100);
+  });
+});
+
+describe('parseClientMessage (§2.3)', () => {
+  const frame = (...parts: unknown[]) => JSON.stringify(parts);
+  const filters = (n: number) => Array.from({ length: n }, () => ({ kinds: [9] }));
+
+  it('parses EVENT and AUTH with the payload left for parseEvent', () => {
+    const payload = { id: 'x', kind: 1 };
+    expect(parseClientMessage(frame('EVENT', payload))).toEqual({ type: 'EVENT', event: payload });
+    expect(parseClientMessage(frame('AUTH', payload))).toEqual({ type: 'AUTH', event: payload });
+  });
+
+  it('parses REQ and COUNT with their filters', () => {
+    expect(parseClientMessage(frame('REQ', 'sub', { kinds: [9] }, { '#h': ['room'] }))).toEqual({
+      type: 'REQ',
+      subId: 'sub',
+      filters: [
+        { kinds: [9], tags: {}, extensions: {} },
+        { tags: { h: ['room'] }, extensions: {} },
+      ],
+    });
+    expect(parseClientMessage(frame('COUNT', 'c', {}))).toEqual({
+      type: 'COUNT',
+      subId: 'c',
+      filters: [{ tags: {}, extensions: {} }],
+    });
+  });
+
+  it('parses CLOSE', () => {
+    expect(parseClientMessage(frame('CLOSE', 'sub'))).toEqual({ type: 'CLOSE', subId: 'sub' });
+  });
+
+  it('keeps per-filter cursors aligned with their filters', () => {
+    const msg = parseClientMessage(frame('REQ', 'cursor', { kinds: [9] }, { kinds: [9], until: 1000, before_id: 'ab'.repeat(32) }));
+    expect(msg).toMatchObject({ type: 'REQ', filters: [{ kinds: [9] }, { until: 1000, before_id: 'ab'.repeat(32) }] });
+    expect((msg as { filters: NostrFilter[] }).filters[0].before_id).toBeUndefined();
+  });
+
+  it('accepts exactly 10 filters and a 256-byte sub-id', () => {
+    expect(parseClientMessage(frame('REQ', 's', ...filters(10)))).toMatchObject({ type: 'REQ' });
+    expect(parseClientMessage(frame('REQ', 'é'.repeat(128), {}))).toMatchObject({ type: 'REQ' });
+  });
+
+  it.each<[string, string, string]>([
+    ['not JSON', 'not json', 'JSON parse error: '],
+    ['a non-array', '{"REQ":1}', 'expected JSON array'],
+    ['an empty array', '[]', 'empty array'],
+    ['a non-string verb', '[1, "x"]', 'first element must be a string'],
+    ['an unknown verb', '["FOO", "x"]', 'unknown message type: FOO'],
+    ['EVENT without an object', '["EVENT"]', 'EVENT requires event object'],
+    ['EVENT with an array', '["EVENT", []]', 'EVENT requires event object'],
+    ['AUTH with a string', '["AUTH", "challenge"]', 'AUTH requires event object'],
+    ['REQ without sub-id', '["REQ"]', 'REQ requires sub_id'],
+    ['REQ with a numeric sub-id', '["REQ", 1]', 'REQ sub_id must be a string'],
+    ['REQ with an empty sub-id', '["REQ", ""]', 'REQ sub_id must not be empty'],
+    ['COUNT with an empty sub-id', '["COUNT", ""]', 'COUNT sub_id must not be empty'],
+    ['CLOSE without sub-id', '["CLOSE"]', 'CLOSE requires sub_id'],
+    ['CLOSE with a non-string', '["CLOSE", 5]', 'CLOSE sub_id must be a string'],
+  ])('rejects %s', (_label, text, error) => {
+    const msg = parseClientMessage(text);
+    expect(msg.type).toBe('INVALID');
+    expect((msg as { error: string }).error.startsWith(error)).toBe(true);
+    if (!error.endsWith(': ')) expect((msg as { error: string }).error).toBe(error);
+  });
+
+  it('rejects an oversized sub-id counted in UTF-8 bytes', () => {
+    expect(parseClientMessage(frame('REQ', 'x'.repeat(257)))).toEqual({
+      type: 'INVALID',
+      error: 'REQ sub_id exceeds maximum length of 256 bytes',
+    });
+    expect(parseClientMessage(frame('COUNT', '€'.repeat(86)))).toEqual({
+      type: 'INVALID',
+      error: 'COUNT sub_id exceeds maximum length of 256 bytes',
+    });
+  });
+
+  it('rejects more than 10 filters with the spec wording', () => {
+    expect(parseClientMessage(frame('REQ', 's', ...filters(11)))).toEqual({
+      type: 'INVALID',
+      error: 'REQ contains 11 filters, maximum is 10',
+    });
+    expect(parseClientMessage(frame('COUNT', 's', ...filters(11)))).toEqual({
+      type: 'INVALID',
+      error: 'COUNT contains 11 filters, maximum is 10',
+    });
+  });
+
+  it('prefixes filter errors with "invalid filter: " and sends cursor errors bare', () => {
+    expect(parseClientMessage(frame('REQ', 's', { kinds: ['9'] }))).toEqual({
+      type: 'INVALID',
+      error: 'invalid filter: kinds must be an array of integers between 0 and 65535',
+    });
+    expect(parseClientMessage(frame('REQ', 's', { before_id: A }))).toEqual({
+      type: 'INVALID',
+      error: 'before_id requires until to be set',
+    });
+    expect(parseClientMessage(frame('COUNT', 's', { until: 1, before_id: 'short' }))).toEqual({
+      type: 'INVALID',
+      error: 'before_id must be a 64-char hex event id',
+    });
+  });
+});

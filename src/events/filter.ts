@@ -1,0 +1,270 @@
+/**
+ * NIP-01 filters (parse and in-memory match) and the WebSocket frame parser (relay.md §2.3).
+ *
+ * Parse decisions (design choices; the spec leaves them open):
+ * - `ids` and `authors` are exact 64-char lowercase hex. Prefix matching is NOT supported: NIP-01
+ *   dropped it, it cannot use the bytea equality indexes, and a short prefix is a table scan.
+ * - Every list (`ids`, `authors`, `kinds`, each `#x`) holds at most {@link MAX_FILTER_VALUES}
+ *   values, the same bound as a page; `#h` is further capped per request by the REQ pipeline.
+ * - `null` for a known field means "absent". Empty lists are valid and match nothing.
+ * - `#<name>` accepts single- and multi-letter names (`#buzz-channel`); other unknown fields are
+ *   kept raw in `extensions` for the HTTP bridge.
+ * - `before_id` accepts either hex case and is stored lowercase. A malformed value is reported
+ *   before a missing `until`.
+ */
+import { NostrEvent, NostrFilter, isHex64 } from '../common/nostr.types.js';
+
+export const MAX_FILTERS = 10;
+export const MAX_SUB_ID_BYTES = 256;
+export const MAX_FILTER_VALUES = 1000;
+export const MAX_TAG_NAME_LENGTH = 64;
+/** `DEFAULT_MAX_PAGE_LIMIT`, also NIP-11 `max_limit`. */
+export const DEFAULT_MAX_PAGE_LIMIT = 1000;
+
+export const BEFORE_ID_MALFORMED = 'before_id must be a 64-char hex event id';
+export const BEFORE_ID_NEEDS_UNTIL = 'before_id requires until to be set';
+
+/**
+ * `invalid_filter` reasons go after the caller's `invalid filter: ` (WS) or `invalid filters: `
+ * (HTTP) prefix; `invalid_cursor` reasons (the two `before_id` texts) are sent as they are.
+ */
+export type ParseFilterResult =
+  | { ok: true; filter: NostrFilter }
+  | { ok: false; code: 'invalid_filter' | 'invalid_cursor'; reason: string };
+
+export type ClientMessage =
+  | { type: 'EVENT'; event: Record<string, unknown> }
+  | { type: 'AUTH'; event: Record<string, unknown> }
+  | { type: 'REQ'; subId: string; filters: NostrFilter[] }
+  | { type: 'COUNT'; subId: string; filters: NostrFilter[] }
+  | { type: 'CLOSE'; subId: string };
+
+/** `error` is the text that follows `invalid message: ` in the NOTICE. */
+export type InvalidClientMessage = { type: 'INVALID'; error: string };
+
+type FieldParser = (filter: NostrFilter, value: unknown) => string | null;
+
+const LOWER_HEX64_LIST = 'must be an array of 64-char lowercase hex strings';
+
+const FIELD_PARSERS: Record<string, FieldParser> = {
+  ids: (f, v) => parseList(v, 'ids', LOWER_HEX64_LIST, isHex64, (list) => (f.ids = list)),
+  authors: (f, v) => parseList(v, 'authors', LOWER_HEX64_LIST, isHex64, (list) => (f.authors = list)),
+  kinds: (f, v) =>
+    parseList(v, 'kinds', 'must be an array of integers between 0 and 65535', isKind, (list) => (f.kinds = list)),
+  since: (f, v) => parseCount(v, 'since', (n) => (f.since = n)),
+  until: (f, v) => parseCount(v, 'until', (n) => (f.until = n)),
+  limit: (f, v) => parseCount(v, 'limit', (n) => (f.limit = n)),
+  search: (f, v) => {
+    if (typeof v !== 'string') return 'search must be a string';
+    f.search = v;
+    return null;
+  },
+  before_id: () => null, // validated after every field is read: it depends on `until`
+};
+
+export function parseFilter(raw: unknown): ParseFilterResult {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return filterError('filter must be a JSON object');
+  }
+  const filter: NostrFilter = { tags: {}, extensions: {} };
+  for (const [key, value] of Object.entries(raw)) {
+    const reason = parseField(filter, key, value);
+    if (reason !== null) return filterError(reason);
+  }
+  return applyCursor(filter, (raw as Record<string, unknown>).before_id);
+}
+
+function parseField(filter: NostrFilter, key: string, value: unknown): string | null {
+  if (key.startsWith('#')) {
+    return value === null ? null : parseTagField(filter, key, value);
+  }
+  const parser = Object.hasOwn(FIELD_PARSERS, key) ? FIELD_PARSERS[key] : undefined;
+  if (parser === undefined) {
+    setOwn(filter.extensions, key, value);
+    return null;
+  }
+  return value === null ? null : parser(filter, value);
+}
+
+function parseTagField(filter: NostrFilter, key: string, value: unknown): string | null {
+  const name = key.slice(1);
+  if (name.length === 0 || name.length > MAX_TAG_NAME_LENGTH) {
+    return `tag filter name must be 1 to ${MAX_TAG_NAME_LENGTH} characters`;
+  }
+  return parseList(value, key, 'must be an array of strings', isString, (list) => setOwn(filter.tags, name, list));
+}
+
+function applyCursor(filter: NostrFilter, beforeId: unknown): ParseFilterResult {
+  if (beforeId === undefined || beforeId === null) {
+    return { ok: true, filter };
+  }
+  if (typeof beforeId !== 'string' || !/^[0-9a-fA-F]{64}$/.test(beforeId)) {
+    return { ok: false, code: 'invalid_cursor', reason: BEFORE_ID_MALFORMED };
+  }
+  if (filter.until === undefined) {
+    return { ok: false, code: 'invalid_cursor', reason: BEFORE_ID_NEEDS_UNTIL };
+  }
+  filter.before_id = beforeId.toLowerCase();
+  return { ok: true, filter };
+}
+
+function parseList<T>(
+  value: unknown,
+  name: string,
+  shape: string,
+  isItem: (item: unknown) => item is T,
+  assign: (list: T[]) => void,
+): string | null {
+  if (!Array.isArray(value) || !value.every(isItem)) {
+    return `${name} ${shape}`;
+  }
+  if (value.length > MAX_FILTER_VALUES) {
+    return `${name} contains ${value.length} values, maximum is ${MAX_FILTER_VALUES}`;
+  }
+  assign([...value]);
+  return null;
+}
+
+function parseCount(value: unknown, name: string, assign: (n: number) => void): string | null {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    return `${name} must be a non-negative integer`;
+  }
+  assign(value);
+  return null;
+}
+
+function filterError(reason: string): ParseFilterResult {
+  return { ok: false, code: 'invalid_filter', reason };
+}
+
+function isKind(item: unknown): item is number {
+  return typeof item === 'number' && Number.isInteger(item) && item >= 0 && item <= 65_535;
+}
+
+function isString(item: unknown): item is string {
+  return typeof item === 'string';
+}
+
+/** Assignment that cannot reach `__proto__` (keys come from client JSON). */
+function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/**
+ * Full NIP-01 match: every present condition must hold. `search`, `limit` and `extensions` are
+ * not event predicates and are ignored here (search relevance is the FTS query's job).
+ */
+export function matchFilter(ev: NostrEvent, filter: NostrFilter): boolean {
+  return matchesTime(ev, filter) && matchesLists(ev, filter) && matchesTags(ev, filter.tags);
+}
+
+function matchesTime(ev: NostrEvent, f: NostrFilter): boolean {
+  if (f.since !== undefined && ev.created_at < f.since) return false;
+  if (f.until === undefined) return true;
+  if (f.before_id === undefined) return ev.created_at <= f.until;
+  // Composite cursor for `created_at DESC, id ASC`: strictly after (until, before_id).
+  return ev.created_at < f.until || (ev.created_at === f.until && ev.id > f.before_id);
+}
+
+function matchesLists(ev: NostrEvent, f: NostrFilter): boolean {
+  return (
+    (f.ids === undefined || contains(f.ids, ev.id)) &&
+    (f.authors === undefined || contains(f.authors, ev.pubkey)) &&
+    (f.kinds === undefined || contains(f.kinds, ev.kind))
+  );
+}
+
+/** Positional: some tag has `[0]` = name and `[1]` in the values. */
+function matchesTags(ev: NostrEvent, tags: Record<string, string[]>): boolean {
+  for (const [name, values] of Object.entries(tags)) {
+    if (!ev.tags.some((t) => t.length >= 2 && t[0] === name && contains(values, t[1]))) return false;
+  }
+  return true;
+}
+
+const SET_THRESHOLD = 16;
+const setCache = new WeakMap<readonly unknown[], Set<unknown>>();
+
+/** Linear scan for short lists; a Set cached per list (filters are immutable) for long ones. */
+function contains<T>(list: readonly T[], value: T): boolean {
+  if (list.length <= SET_THRESHOLD) return list.includes(value);
+  let set = setCache.get(list);
+  if (set === undefined) {
+    set = new Set(list);
+    setCache.set(list, set);
+  }
+  return set.has(value);
+}
+
+/** Per-filter page size: `min(limit, max)`, defaulting to `max` (§2.7). */
+export function effectiveLimit(filter: NostrFilter, max: number = DEFAULT_MAX_PAGE_LIMIT): number {
+  return Math.min(filter.limit ?? max, max);
+}
+
+/** Parse one text frame (§2.3). EVENT/AUTH payloads are only checked to be objects: run `parseEvent`. */
+export function parseClientMessage(text: string): ClientMessage | InvalidClientMessage {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch (err) {
+    return invalid(`JSON parse error: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(frame)) return invalid('expected JSON array');
+  if (frame.length === 0) return invalid('empty array');
+  const [verb] = frame;
+  if (typeof verb !== 'string') return invalid('first element must be a string');
+  return parseVerb(verb, frame);
+}
+
+function parseVerb(verb: string, frame: unknown[]): ClientMessage | InvalidClientMessage {
+  switch (verb) {
+    case 'EVENT':
+    case 'AUTH':
+      return isObject(frame[1]) ? { type: verb, event: frame[1] } : invalid(`${verb} requires event object`);
+    case 'REQ':
+    case 'COUNT':
+      return parseSubscription(verb, frame);
+    case 'CLOSE':
+      if (frame.length < 2) return invalid('CLOSE requires sub_id');
+      return typeof frame[1] === 'string' ? { type: 'CLOSE', subId: frame[1] } : invalid('CLOSE sub_id must be a string');
+    default:
+      return invalid(`unknown message type: ${verb}`);
+  }
+}
+
+function parseSubscription(verb: 'REQ' | 'COUNT', frame: unknown[]): ClientMessage | InvalidClientMessage {
+  const subIdError = checkSubId(verb, frame);
+  if (subIdError !== null) return invalid(subIdError);
+  const rawFilters = frame.slice(2);
+  if (rawFilters.length > MAX_FILTERS) {
+    return invalid(`${verb} contains ${rawFilters.length} filters, maximum is ${MAX_FILTERS}`);
+  }
+  const filters: NostrFilter[] = [];
+  for (const raw of rawFilters) {
+    const parsed = parseFilter(raw);
+    if (!parsed.ok) {
+      return invalid(parsed.code === 'invalid_cursor' ? parsed.reason : `invalid filter: ${parsed.reason}`);
+    }
+    filters.push(parsed.filter);
+  }
+  return { type: verb, subId: frame[1] as string, filters };
+}
+
+function checkSubId(verb: string, frame: unknown[]): string | null {
+  if (frame.length < 2) return `${verb} requires sub_id`;
+  const subId = frame[1];
+  if (typeof subId !== 'string') return `${verb} sub_id must be a string`;
+  if (subId.length === 0) return `${verb} sub_id must not be empty`;
+  if (Buffer.byteLength(subId, 'utf8') > MAX_SUB_ID_BYTES) {
+    return `${verb} sub_id exceeds maximum length of ${MAX_SUB_ID_BYTES} bytes`;
+  }
+  return null;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function invalid(error: string): InvalidClientMessage {
+  return { type: 'INVALID', error };
+}

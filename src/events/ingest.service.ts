@@ -1,0 +1,191 @@
+/**
+ * The write path shared by WebSocket EVENT and HTTP: ordered gates that each map
+ * to an `OK` reason, then storage, then live fan-out of what was newly stored.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrEvent } from '../common/nostr.types.js';
+import { DatabaseService } from '../database/database.service.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { deriveChannel, mentionsOf, threadRefsOf } from './event-derivation.js';
+import { EventBus } from './event-bus.js';
+import { checkEventLimits, parseEvent } from './event-validation.js';
+import { EventWriteRepository } from './event-write.repository.js';
+import { EventWriter } from './event-writer.service.js';
+import { isAddressable, isEphemeral, isReplaceable, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
+import { SignatureVerifier } from './signature-verifier.js';
+import { StoredEventInput, ThreadPlacement } from './stored-event.js';
+
+export interface IngestResult {
+  readonly accepted: boolean;
+  readonly message: string;
+  readonly eventId: string | undefined;
+}
+
+export interface IngestContext {
+  readonly communityId: string;
+  readonly transport: 'ws' | 'http';
+}
+
+const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
+
+class Rejection extends Error {}
+
+const reject = (message: string): never => {
+  throw new Rejection(message);
+};
+
+@Injectable()
+export class IngestService {
+  constructor(
+    private readonly database: DatabaseService,
+    private readonly verifier: SignatureVerifier,
+    private readonly writer: EventWriter,
+    private readonly repo: EventWriteRepository,
+    private readonly bus: EventBus,
+    private readonly metrics: RelayMetrics,
+  ) {}
+
+  async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
+    const parsed = parseEvent(raw);
+    if (!parsed.ok) return this.rejected(ctx, idOf(raw), parsed.reason);
+    const event = parsed.event;
+    try {
+      const result = await this.accept(event, ctx);
+      this.metrics.eventsReceived.inc({ kind: kindMetricLabel(event.kind) });
+      return result;
+    } catch (err) {
+      if (err instanceof Rejection) return this.rejected(ctx, event.id, err.message);
+      throw err;
+    }
+  }
+
+  private async accept(event: NostrEvent, ctx: IngestContext): Promise<IngestResult> {
+    this.earlyKindGate(event);
+    const verdict = await this.verifier.verify(event);
+    if (!verdict.ok) reject(verdict.reason);
+    const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
+    if (!limits.ok) reject(limits.reason);
+    if (isEphemeral(event.kind)) {
+      this.bus.publish({ communityId: ctx.communityId, event, channelId: null });
+      return { accepted: true, message: '', eventId: event.id };
+    }
+    const channel = await this.channelOf(event, ctx.communityId);
+    const item: StoredEventInput = {
+      event,
+      channelId: channel.channelId,
+      dTag: isAddressable(event.kind) ? (event.tags.find((t) => t[0] === 'd')?.[1] ?? '') : null,
+      thread: await this.placeInThread(event, ctx.communityId, channel.channelId),
+      mentions: mentionsOf(event),
+    };
+    const outcome = await this.store(ctx.communityId, item);
+    if (outcome === 'duplicate') return { accepted: true, message: 'duplicate: already have this event', eventId: event.id };
+    this.metrics.eventsStored.inc();
+    this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
+    return { accepted: true, message: '', eventId: event.id };
+  }
+
+  private earlyKindGate(event: NostrEvent): void {
+    if (event.kind === 22242) reject('invalid: AUTH events cannot be submitted');
+    if (RELAY_ONLY_KINDS.has(event.kind)) reject('restricted: relay-only kind');
+    if (/\u0000/.test(event.content) || event.tags.some((t) => t.some((v) => v.includes('\u0000')))) {
+      reject('invalid: NUL characters are not allowed in content or tags');
+    }
+  }
+
+  private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
+    const derived = deriveChannel(event);
+    if (!derived.ok) return reject(derived.reason);
+    if (derived.fromTarget) {
+      const target = await this.repo.findTargetChannel(this.writerDb(), communityId, derived.fromTarget);
+      if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
+      return { channelId: target ?? null };
+    }
+    return derived;
+  }
+
+  private async placeInThread(event: NostrEvent, communityId: string, channelId: string | null): Promise<ThreadPlacement | null> {
+    if (!channelId || !THREAD_KINDS.has(event.kind)) return null;
+    const refs = threadRefsOf(event);
+    if (!refs) return { parent: null, root: null, depth: 0 };
+    const parent = await this.repo.findThreadParent(this.writerDb(), communityId, refs.parent);
+    if (!parent) return reject('invalid: thread parent event not found');
+    if (parent.channel_id !== channelId) reject('invalid: thread parent is in another channel');
+    const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
+    const root = parent.root_event_id
+      ? { id: parent.root_event_id.toString('hex'), createdAt: Number(parent.root_event_created_at) }
+      : parentAnchor;
+    return { parent: parentAnchor, root, depth: parent.depth + 1 };
+  }
+
+  private async store(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
+    const { event } = item;
+    if (event.kind === 5) return this.storeDeletion(communityId, item);
+    if (isReplaceable(event.kind) || isAddressable(event.kind)) return this.storeReplaceable(communityId, item);
+    return this.writer.write(communityId, item);
+  }
+
+  /** Stale-write protection: an older created_at (or a higher id at the same second) loses. */
+  private storeReplaceable(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
+    const { event, dTag } = item;
+    return this.writer.transaction(item.channelId !== null, async (tx) => {
+      await this.repo.lockCoordinate(tx, communityId, event.pubkey, event.kind, dTag);
+      const current = await this.repo.findCurrentVersion(tx, communityId, event.pubkey, event.kind, dTag);
+      if (current && current.id.toString('hex') === event.id) return 'duplicate';
+      if (current && newerOrEqual(current, event)) reject('duplicate: a newer version of this event is already stored');
+      const inserted = await this.writer.insertIn(tx, communityId, [item]);
+      if (!inserted.has(event.id)) return 'duplicate';
+      await this.repo.supersedeVersions(tx, communityId, event.pubkey, event.kind, dTag, event.id);
+      return 'stored';
+    });
+  }
+
+  /** NIP-09: stores the deletion and soft-deletes the author's own targets. */
+  private storeDeletion(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
+    const { event } = item;
+    const ids = event.tags.filter((t) => t[0] === 'e' && /^[0-9a-f]{64}$/.test(t[1] ?? '')).map((t) => t[1]);
+    const coords = event.tags.filter((t) => t[0] === 'a').map((t) => parseCoordinate(t[1]));
+    if (ids.length + coords.length === 0) reject('invalid: deletion must reference a target via e or a tag');
+    if (coords.some((c) => c === undefined)) reject('invalid: malformed a tag in deletion');
+    return this.writer.transaction(item.channelId !== null, async (tx) => {
+      const inserted = await this.writer.insertIn(tx, communityId, [item]);
+      if (!inserted.has(event.id)) return 'duplicate';
+      await this.repo.softDeleteByIds(tx, communityId, event.pubkey, ids);
+      for (const c of coords) {
+        if (c && c.pubkey === event.pubkey) await this.repo.softDeleteCoordinate(tx, communityId, c.pubkey, c.kind, c.d, event.created_at);
+      }
+      return 'stored';
+    });
+  }
+
+  private rejected(ctx: IngestContext, eventId: string | undefined, message: string): IngestResult {
+    this.metrics.eventsRejected.inc({ transport: ctx.transport, reason: rejectionLabel(message) });
+    return { accepted: false, message, eventId };
+  }
+
+  /** Ingest lookups read the writer: a just-stored parent must be found at once. */
+  private writerDb() {
+    return this.database.writer;
+  }
+}
+
+function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
+  const at = Number(current.created_at);
+  return at > event.created_at || (at === event.created_at && current.id.toString('hex') < event.id);
+}
+
+function parseCoordinate(value: string | undefined): { kind: number; pubkey: string; d: string } | undefined {
+  const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
+  return m ? { kind: Number(m[1]), pubkey: m[2], d: m[3] } : undefined;
+}
+
+function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error' {
+  if (message.startsWith('auth-required:') || message.startsWith('blocked:')) return 'auth';
+  if (message.startsWith('restricted:')) return 'scope';
+  if (message.startsWith('error:')) return 'error';
+  return 'invalid';
+}
+
+function idOf(raw: unknown): string | undefined {
+  const id = (raw as { id?: unknown } | null)?.id;
+  return typeof id === 'string' && /^[0-9a-f]{64}$/.test(id) ? id : undefined;
+}

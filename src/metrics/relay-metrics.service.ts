@@ -1,0 +1,22 @@
+import { Injectable } from '@nestjs/common';
+import { counter, gauge, histogram, SECONDS_BUCKETS } from './metric-factory.js';
+
+/** Relay-side families; names and labels are the spec's (relay.md §6.3). */
+@Injectable()
+export class RelayMetrics {
+  readonly wsConnectionsTotal = counter({ name: 'buzz_ws_connections_total', help: 'WebSocket connections accepted', labelNames: ['community'] });
+  readonly wsConnectionsActive = gauge({ name: 'buzz_ws_connections_active', help: 'Open WebSocket connections' });
+  readonly wsAuthenticatedActive = gauge({ name: 'buzz_ws_authenticated_connections_active', help: 'Authenticated WebSocket connections' });
+  readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });
+  readonly wsBackpressureDisconnects = counter({ name: 'buzz_ws_backpressure_disconnects_total', help: 'Connections closed because their outbound buffer stayed full' });
+  readonly wsNotices = counter({ name: 'buzz_ws_notices_total', help: 'NOTICE frames sent, by reason class', labelNames: ['reason'] });
+  readonly authAttempts = counter({ name: 'buzz_auth_attempts_total', help: 'Auth challenges issued', labelNames: ['method'] });
+  readonly authOutcomes = counter({ name: 'buzz_auth_outcomes_total', help: 'Terminal auth outcomes', labelNames: ['method', 'outcome'] });
+  readonly eventsReceived = counter({ name: 'buzz_events_received_total', help: 'Events accepted by kind class', labelNames: ['kind'] });
+  readonly eventsRejected = counter({ name: 'buzz_events_rejected_total', help: 'Events rejected', labelNames: ['transport', 'reason'] });
+  readonly eventsStored = counter({ name: 'buzz_events_stored_total', help: 'Events newly stored' });
+  readonly eventProcessing = histogram({ name: 'buzz_event_processing_seconds', help: 'EVENT handling time until OK', buckets: SECONDS_BUCKETS });
+  readonly fanoutRecipients = histogram({ name: 'buzz_fanout_recipients', help: 'Subscriptions an event was sent to', buckets: [0, 1, 5, 10, 25, 50, 100, 500, 1000] });
+  readonly reqDuration = histogram({ name: 'buzz_req_history_seconds', help: 'REQ history time until EOSE', buckets: SECONDS_BUCKETS });
+  readonly readinessState = gauge({ name: 'buzz_readiness_state', help: '1 when ready, 0 otherwise' });
+}

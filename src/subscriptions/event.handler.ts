@@ -1,0 +1,55 @@
+import { Injectable } from '@nestjs/common';
+import { IngestService } from '../events/ingest.service.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
+import { RelayConnection } from './relay-connection.js';
+
+/** WS EVENT: the pre-checks of relay.md §5.1, then the shared ingest pipeline. */
+@Injectable()
+export class EventHandler {
+  constructor(
+    private readonly ingest: IngestService,
+    private readonly gate: HandlerGate,
+    private readonly metrics: RelayMetrics,
+  ) {}
+
+  async handle(conn: RelayConnection, raw: unknown): Promise<void> {
+    await conn.pendingAuth;
+    const id = eventIdOf(raw);
+    const pre = this.preCheck(conn, raw);
+    if (pre) {
+      this.metrics.eventsRejected.inc({ transport: 'ws', reason: pre.startsWith('auth-required') ? 'auth' : 'invalid' });
+      conn.send(['OK', id, false, pre]);
+      return;
+    }
+    const started = process.hrtime.bigint();
+    try {
+      const run = await this.gate.run(() => this.ingest.ingest(raw, { communityId: conn.communityId, transport: 'ws' }));
+      if (!run.admitted) {
+        conn.send(['OK', id, false, TOO_MANY_CONCURRENT]);
+        return;
+      }
+      const result = run.value;
+      conn.send(['OK', result.eventId ?? id, result.accepted, result.message]);
+    } catch (err) {
+      conn.log.error({ connId: conn.id, eventId: id, err: (err as Error).message }, 'event ingest failed');
+      this.metrics.eventsRejected.inc({ transport: 'ws', reason: 'error' });
+      conn.send(['OK', id, false, 'error: internal server error']);
+    } finally {
+      this.metrics.eventProcessing.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  private preCheck(conn: RelayConnection, raw: unknown): string | undefined {
+    if (conn.authState !== 'authenticated') return 'auth-required: not authenticated';
+    const ev = raw as { pubkey?: unknown; kind?: unknown };
+    if (ev.kind === 22242) return 'invalid: AUTH events cannot be submitted via EVENT';
+    if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return 'invalid: event pubkey does not match authenticated identity';
+    return undefined;
+  }
+}
+
+function eventIdOf(raw: unknown): string {
+  const id = (raw as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id.slice(0, 64) : '';
+}

@@ -1,0 +1,106 @@
+/**
+ * One WebSocket client: its tenant binding, auth state, subscriptions and a
+ * bounded, non-blocking outbound path. Sends never wait; a client that keeps its
+ * buffer full past the grace limit is disconnected instead of growing memory.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { WebSocket } from 'ws';
+import { NostrFilter } from '../common/nostr.types.js';
+
+export interface LiveSubscription {
+  readonly token: number;
+  readonly filters: readonly NostrFilter[];
+}
+
+export interface ConnectionLimits {
+  readonly sendBuffer: number;
+  readonly slowClientGraceLimit: number;
+  /** Outbound bytes held by the socket beyond which a send counts as "full". */
+  readonly maxBufferedBytes: number;
+}
+
+let nextConnectionId = 1;
+let nextSubscriptionToken = 1;
+
+export type SendResult = 'sent' | 'full' | 'closed';
+
+export class RelayConnection {
+  readonly id = nextConnectionId++;
+  readonly challenge = randomBytes(16).toString('hex');
+  readonly subscriptions = new Map<string, LiveSubscription>();
+  pubkey: string | undefined;
+  authState: 'pending' | 'authenticated' | 'failed' = 'pending';
+  missedPongs = 0;
+  /** The AUTH being verified, if any; EVENT/REQ/COUNT wait for it. */
+  pendingAuth: Promise<void> | undefined;
+  private inflightSends = 0;
+  private consecutiveFull = 0;
+  private cancelled = false;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly communityId: string,
+    readonly host: string,
+    readonly log: Logger,
+    private readonly limits: ConnectionLimits,
+    private readonly onSlowClient: (conn: RelayConnection) => void,
+  ) {}
+
+  get isCancelled(): boolean {
+    return this.cancelled || this.ws.readyState !== WebSocket.OPEN;
+  }
+
+  /** Serialises and queues one frame without waiting. */
+  send(frame: readonly unknown[]): SendResult {
+    return this.sendRaw(JSON.stringify(frame));
+  }
+
+  sendRaw(text: string): SendResult {
+    if (this.isCancelled) return 'closed';
+    if (this.inflightSends >= this.limits.sendBuffer || this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
+      this.consecutiveFull += 1;
+      if (this.consecutiveFull >= this.limits.slowClientGraceLimit) this.onSlowClient(this);
+      return 'full';
+    }
+    this.consecutiveFull = 0;
+    this.inflightSends += 1;
+    this.ws.send(text, () => {
+      this.inflightSends -= 1;
+    });
+    return 'sent';
+  }
+
+  /** Mints a new owner token for a sub id, replacing any holder (a same-id REQ replaces). */
+  claim(subId: string, filters: readonly NostrFilter[]): number | undefined {
+    if (this.isCancelled) return undefined;
+    const token = nextSubscriptionToken++;
+    this.subscriptions.set(subId, { token, filters });
+    return token;
+  }
+
+  owns(subId: string, token: number): boolean {
+    return this.subscriptions.get(subId)?.token === token;
+  }
+
+  /** Removes the sub if `token` still owns it; true when it did. */
+  retireIfOwner(subId: string, token: number): boolean {
+    if (!this.owns(subId, token)) return false;
+    this.subscriptions.delete(subId);
+    return true;
+  }
+
+  cancel(code?: number, reason?: string): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.subscriptions.clear();
+    try {
+      if (code) this.ws.close(code, reason);
+      else this.ws.close();
+    } catch {
+      this.ws.terminate();
+    }
+    // A client that never completes the close handshake must not hold the socket.
+    setTimeout(() => this.ws.terminate(), 5000).unref();
+  }
+}

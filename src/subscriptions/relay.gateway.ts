@@ -1,0 +1,154 @@
+/**
+ * The NIP-01 WebSocket endpoint. Thin: it owns the connection lifecycle (AUTH
+ * challenge, ping/pong, frame-size gate, teardown) and hands each parsed frame
+ * to its verb's handler.
+ */
+import { Inject, OnModuleDestroy } from '@nestjs/common';
+import { OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
+import type { IncomingMessage } from 'node:http';
+import { PinoLogger } from 'nestjs-pino';
+import { RawData, WebSocket } from 'ws';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { parseClientMessage } from '../events/filter.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { AuthHandler } from './auth.handler.js';
+import { EventHandler } from './event.handler.js';
+import { LiveFanout } from './live-fanout.service.js';
+import { RelayConnection } from './relay-connection.js';
+import { ReqHandler } from './req.handler.js';
+import { tenantOf } from './relay-ws.adapter.js';
+
+export const PING_INTERVAL_MS = 30_000;
+export const MAX_MISSED_PONGS = 3;
+export const AUTH_DEADLINE_MS = 5_000;
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+@WebSocketGateway()
+export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
+  private readonly connections = new Set<RelayConnection>();
+  private readonly pinger: NodeJS.Timeout;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly logger: PinoLogger,
+    private readonly metrics: RelayMetrics,
+    private readonly fanout: LiveFanout,
+    private readonly auth: AuthHandler,
+    private readonly events: EventHandler,
+    private readonly reqs: ReqHandler,
+  ) {
+    this.logger.setContext('RelayGateway');
+    this.pinger = setInterval(() => this.heartbeat(), PING_INTERVAL_MS);
+    this.pinger.unref();
+  }
+
+  handleConnection(ws: WebSocket, req: IncomingMessage): void {
+    const tenant = tenantOf(req);
+    if (!tenant) return void ws.terminate();
+    if (this.connections.size >= this.config.limits.maxConnections) return void ws.terminate();
+    const conn = this.open(ws, tenant.community.id, tenant.host);
+    this.logger.debug({ connId: conn.id, addr: req.socket.remoteAddress }, 'WebSocket connection established');
+    ws.on('message', (data, isBinary) => this.onFrame(conn, data, isBinary));
+    ws.on('pong', () => (conn.missedPongs = 0));
+    ws.on('close', () => this.teardown(conn));
+    ws.on('error', () => conn.cancel());
+  }
+
+  /** Graceful drain: tell every client the relay is restarting. */
+  closeAll(code = 1012, reason = 'relay restarting'): void {
+    for (const conn of this.connections) conn.cancel(code, reason);
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.pinger);
+    this.closeAll();
+  }
+
+  private open(ws: WebSocket, communityId: string, host: string): RelayConnection {
+    const limits = { sendBuffer: this.config.limits.sendBuffer, slowClientGraceLimit: this.config.limits.slowClientGraceLimit, maxBufferedBytes: MAX_BUFFERED_BYTES };
+    const conn = new RelayConnection(ws, communityId, host, this.logger.logger, limits, (c) => {
+      this.metrics.wsBackpressureDisconnects.inc();
+      c.cancel();
+    });
+    this.connections.add(conn);
+    this.fanout.add(conn);
+    this.metrics.wsConnectionsTotal.inc({ community: communityId });
+    this.metrics.wsConnectionsActive.inc();
+    this.metrics.authAttempts.inc({ method: 'nip42' });
+    conn.send(['AUTH', conn.challenge]);
+    const deadline = setTimeout(() => {
+      if (conn.authState === 'authenticated' || conn.isCancelled) return;
+      this.metrics.wsAuthTimeouts.inc();
+      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
+      conn.cancel();
+    }, AUTH_DEADLINE_MS);
+    deadline.unref();
+    ws.once('close', () => clearTimeout(deadline));
+    return conn;
+  }
+
+  private onFrame(conn: RelayConnection, data: RawData, isBinary: boolean): void {
+    if (conn.isCancelled) return;
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    const max = this.config.limits.maxFrameBytes;
+    if (buf.length > max) {
+      conn.send(['NOTICE', `error: ${isBinary ? 'binary frame' : 'frame'} too large (${buf.length} bytes, limit ${max})`]);
+      conn.cancel(1009, 'frame too large');
+      return;
+    }
+    const text = isBinary ? decodeUtf8(buf) : buf.toString('utf8');
+    if (text === undefined) return;
+    const msg = parseClientMessage(text);
+    if (msg.type === 'INVALID') {
+      this.metrics.wsNotices.inc({ reason: 'invalid_message' });
+      conn.send(['NOTICE', `invalid message: ${msg.error}`]);
+      return;
+    }
+    switch (msg.type) {
+      case 'AUTH':
+        return void this.auth.handle(conn, msg.event);
+      case 'EVENT':
+        return void this.events.handle(conn, msg.event);
+      case 'REQ':
+        return void this.reqs.handleReq(conn, msg.subId, msg.filters);
+      case 'COUNT':
+        return void this.reqs.handleCount(conn, msg.subId, msg.filters);
+      case 'CLOSE':
+        return this.reqs.handleClose(conn, msg.subId);
+    }
+  }
+
+  private heartbeat(): void {
+    for (const conn of this.connections) {
+      if (conn.missedPongs >= MAX_MISSED_PONGS) {
+        conn.cancel();
+        continue;
+      }
+      conn.missedPongs += 1;
+      try {
+        conn.ws.ping();
+      } catch {
+        conn.cancel();
+      }
+    }
+  }
+
+  private teardown(conn: RelayConnection): void {
+    if (!this.connections.delete(conn)) return;
+    conn.cancel();
+    this.fanout.remove(conn);
+    this.metrics.wsConnectionsActive.dec();
+    if (conn.authState === 'authenticated') this.metrics.wsAuthenticatedActive.dec();
+    this.logger.debug({ connId: conn.id }, 'WebSocket connection closed');
+  }
+}
+
+/** Binary frames that decode as UTF-8 are treated as text; others are ignored. */
+function decodeUtf8(buf: Buffer): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(buf);
+  } catch {
+    return undefined;
+  }
+}

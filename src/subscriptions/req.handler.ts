@@ -1,0 +1,102 @@
+/**
+ * REQ, COUNT and CLOSE. A REQ claims its id (replacing a same-id predecessor),
+ * registers for live delivery, then streams history; every frame it emits is
+ * fenced on the owner token, so a superseded request says nothing. A history
+ * read that fails ends with CLOSED (never EOSE), so a partial result never reads
+ * as complete. JavaScript's run-to-completion makes each claim/retire+frame step
+ * atomic for the connection: that is the lifecycle lock.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrFilter } from '../common/nostr.types.js';
+import { closedReasonFor } from '../database/pg-errors.js';
+import { EventQueryService } from '../events/event-query.service.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
+import { RelayConnection } from './relay-connection.js';
+
+export const MAX_SUBSCRIPTIONS = 1024;
+const YIELD_EVERY = 100;
+
+@Injectable()
+export class ReqHandler {
+  constructor(
+    private readonly queries: EventQueryService,
+    private readonly gate: HandlerGate,
+    private readonly metrics: RelayMetrics,
+  ) {}
+
+  async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
+    await conn.pendingAuth;
+    if (conn.authState !== 'authenticated') {
+      conn.send(['NOTICE', 'auth-required: authenticate before subscribing']);
+      conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
+      return;
+    }
+    if (!conn.subscriptions.has(subId) && conn.subscriptions.size >= MAX_SUBSCRIPTIONS) {
+      conn.send(['CLOSED', subId, 'error: too many subscriptions']);
+      return;
+    }
+    if (filters.some((f) => f.search !== undefined)) {
+      conn.send(['CLOSED', subId, 'error: search is not supported yet']);
+      return;
+    }
+    const token = conn.claim(subId, filters);
+    if (token === undefined) return;
+    const run = await this.gate.run(() => this.streamHistory(conn, subId, token, filters));
+    if (!run.admitted) this.closeIfOwner(conn, subId, token, TOO_MANY_CONCURRENT);
+  }
+
+  async handleCount(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
+    await conn.pendingAuth;
+    if (conn.authState !== 'authenticated') {
+      conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
+      return;
+    }
+    try {
+      const run = await this.gate.run(() => this.queries.count(conn.communityId, filters));
+      if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
+      else conn.send(['COUNT', subId, { count: run.value }]);
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'COUNT query failed');
+      conn.send(['CLOSED', subId, closedReasonFor(err)]);
+    }
+  }
+
+  /** Retires whatever holds the id, even an unknown one, then acknowledges. */
+  handleClose(conn: RelayConnection, subId: string): void {
+    conn.subscriptions.delete(subId);
+    conn.send(['CLOSED', subId, '']);
+  }
+
+  private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[]): Promise<void> {
+    const started = process.hrtime.bigint();
+    const prefix = `["EVENT",${JSON.stringify(subId)},`;
+    let sent = 0;
+    try {
+      for await (const batch of this.queries.history(conn.communityId, filters, true)) {
+        for (const ev of batch) {
+          if (!conn.owns(subId, token)) return;
+          if (conn.sendRaw(prefix + JSON.stringify(ev) + ']') !== 'sent') return;
+          if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+        }
+      }
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, subId, err: (err as Error).message }, 'Historical query failed');
+      this.closeIfOwner(conn, subId, token, closedReasonFor(err));
+      return;
+    }
+    if (conn.owns(subId, token)) conn.send(['EOSE', subId]);
+    this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  /**
+   * Owner-checked close: silent when superseded; otherwise retire and queue the
+   * terminal frame in the same step. A terminal frame that cannot be queued
+   * cancels the connection rather than leave a subscription that will never
+   * receive fan-out.
+   */
+  private closeIfOwner(conn: RelayConnection, subId: string, token: number, reason: string): void {
+    if (!conn.retireIfOwner(subId, token)) return;
+    if (conn.send(['CLOSED', subId, reason]) !== 'sent') conn.cancel();
+  }
+}

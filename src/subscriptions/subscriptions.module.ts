@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module.js';
+import { AuthHandler } from './auth.handler.js';
+import { EventHandler } from './event.handler.js';
+import { HandlerGate } from './handler-gate.js';
+import { LiveFanout } from './live-fanout.service.js';
+import { RelayGateway } from './relay.gateway.js';
+import { ReqHandler } from './req.handler.js';
+
+@Module({
+  imports: [EventsModule],
+  providers: [HandlerGate, LiveFanout, AuthHandler, EventHandler, ReqHandler, RelayGateway],
+  exports: [RelayGateway],
+})
+export class SubscriptionsModule {}

@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { DatabaseService } from '../database/database.service.js';
+
+export interface Community {
+  readonly id: string;
+  readonly host: string;
+  readonly archived: boolean;
+}
+
+/** Community lookups. Tenant resolution always reads the writer. */
+@Injectable()
+export class CommunityRepository {
+  constructor(private readonly db: DatabaseService) {}
+
+  /** Looks the host up in communities first, then in community_host_aliases. */
+  async findByHost(hosts: readonly string[]): Promise<Community | undefined> {
+    // The first host is the most specific; a direct host beats an alias of the same name.
+    const row = await sql<{ id: string; host: string; archived: boolean }>`
+      select id, host, archived from (
+        select c.id, c.host, c.host as matched, (c.archived_at is not null) as archived, 0 as rank
+          from communities c where c.host = any(${hosts as string[]}::text[])
+        union all
+        select c.id, c.host, a.host as matched, (c.archived_at is not null) as archived, 1 as rank
+          from community_host_aliases a join communities c on c.id = a.community_id
+         where a.host = any(${hosts as string[]}::text[])
+      ) m
+      order by array_position(${hosts as string[]}::text[], m.matched), m.rank
+      limit 1`.execute(this.db.writer);
+    const r = row.rows[0];
+    return r ? { id: r.id, host: r.host, archived: r.archived } : undefined;
+  }
+
+  /** Creates a community for the first host with the others as aliases; idempotent. */
+  async ensureCommunity(hosts: readonly string[], name: string): Promise<string> {
+    const [primary, ...aliases] = hosts;
+    return this.db.writer.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('communities')
+        .values({ host: primary, name })
+        .onConflict((oc) => oc.column('host').doNothing())
+        .execute();
+      const { id } = await tx.selectFrom('communities').select('id').where('host', '=', primary).executeTakeFirstOrThrow();
+      for (const alias of aliases) {
+        await tx
+          .insertInto('community_host_aliases')
+          .values({ host: alias, community_id: id })
+          .onConflict((oc) => oc.column('host').doNothing())
+          .execute();
+      }
+      return id;
+    });
+  }
+}

@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { Community, CommunityRepository } from './community.repository.js';
+import { hostWithoutPort, normalizeHost } from './host.js';
+
+export const UNKNOWN_HOST_MESSAGE = 'relay: no community is configured for this host';
+const CACHE_TTL_MS = 10_000;
+const CACHE_MAX = 10_000;
+
+export type TenantResolution =
+  | { ok: true; community: Community; host: string }
+  | { ok: false; reason: 'empty_host' | 'unknown_host' | 'lookup_failed' };
+
+/**
+ * Host → community. The exact normalised host wins; a host with a non-default
+ * port also matches its port-less entry, so `localhost:3000` finds `localhost`.
+ * Positive results are cached briefly; an unknown host is never cached, so a new
+ * community is reachable at once.
+ */
+@Injectable()
+export class TenancyService {
+  private readonly cache = new Map<string, { community: Community; expires: number }>();
+
+  constructor(private readonly communities: CommunityRepository) {}
+
+  async resolve(rawHost: string | undefined): Promise<TenantResolution> {
+    const host = normalizeHost(rawHost);
+    if (!host) return { ok: false, reason: 'empty_host' };
+    const cached = this.cache.get(host);
+    if (cached && cached.expires > Date.now()) return { ok: true, community: cached.community, host };
+    let community: Community | undefined;
+    try {
+      const bare = hostWithoutPort(host);
+      community = await this.communities.findByHost(bare === host ? [host] : [host, bare]);
+    } catch {
+      return { ok: false, reason: 'lookup_failed' };
+    }
+    if (!community) return { ok: false, reason: 'unknown_host' };
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(host, { community, expires: Date.now() + CACHE_TTL_MS });
+    return { ok: true, community, host };
+  }
+}

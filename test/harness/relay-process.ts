@@ -1,0 +1,63 @@
+/**
+ * Runs the built relay (dist/src/main.js) as a child process against a test
+ * database, the way an operator runs it. The port is chosen by the OS and read
+ * back from the relay's start-up line.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+export interface RelayProcess {
+  readonly port: number;
+  readonly wsUrl: string;
+  readonly httpUrl: string;
+  readonly child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const RELAY_ENTRY = path.join(ROOT, 'dist/src/main.js');
+
+export async function startRelay(env: Record<string, string>, timeoutMs = 30_000): Promise<RelayProcess> {
+  if (!existsSync(RELAY_ENTRY)) throw new Error(`${RELAY_ENTRY} is missing: run \`npm run build\` first (npm test does)`);
+  const child = spawn(process.execPath, ['--enable-source-maps', RELAY_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', BUZZ_BIND_ADDR: '127.0.0.1:0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`relay did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = () => {
+      const m = /listening on ws:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`relay exited with ${code} before listening:\n${out}`));
+    });
+  });
+  return {
+    port,
+    wsUrl: `ws://localhost:${port}`,
+    httpUrl: `http://localhost:${port}`,
+    child,
+    output: () => out,
+    stop: (signal = 'SIGTERM') =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', (code) => {
+          clearTimeout(kill);
+          resolve(code);
+        });
+        child.kill(signal);
+      }),
+  };
+}
