@@ -10,6 +10,7 @@ import { HttpAuthService } from '../auth/http-auth.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { EventQueryService } from '../events/event-query.service.js';
+import { communityWide } from '../events/read-scope.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 
@@ -32,7 +33,7 @@ export class BridgeController {
   async query(@Req() req: FastifyRequest, @Body() body: unknown): Promise<NostrEvent[]> {
     const { communityId, filters } = await this.bind(req, body, true);
     const out: NostrEvent[] = [];
-    for await (const batch of this.queries.history(communityId, filters, false)) out.push(...batch);
+    for await (const batch of this.queries.history(communityWide(communityId), filters, false)) out.push(...batch);
     return out;
   }
 
@@ -40,7 +41,7 @@ export class BridgeController {
   @HttpCode(200)
   async count(@Req() req: FastifyRequest, @Body() body: unknown): Promise<{ count: number }> {
     const { communityId, filters } = await this.bind(req, body, false);
-    return { count: await this.queries.count(communityId, filters) };
+    return { count: await this.queries.count(communityWide(communityId), filters) };
   }
 
   private async bind(req: FastifyRequest, body: unknown, extensions: boolean): Promise<BoundRequest> {

@@ -1,9 +1,19 @@
 /**
  * Pool construction. Every serving writer pool is built by createWriterPool and
- * runs the one after-connect hook; the reader pool is lazy and has no hook.
+ * runs the one after-connect hook; the reader pool is lazy and has no hook. The
+ * fence-probe pool (seed 001) is the deliberate exception to the writer rule: it
+ * never writes `events`, so it needs no floor-guard arming, and it installs its
+ * own, tighter session timeouts instead.
  */
 import { ClientBase, Pool, PoolConfig } from 'pg';
 import { DatabaseConfig } from '../config/app-config.js';
+import {
+  PROBE_ACQUIRE_TIMEOUT_MS,
+  PROBE_APPLICATION_NAME,
+  PROBE_IDLE_IN_TXN_TIMEOUT_MS,
+  PROBE_LOCK_TIMEOUT_MS,
+  PROBE_STATEMENT_TIMEOUT_MS,
+} from '../replica-fence/replica-fence.constants.js';
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
 
 export const WRITER_POOL_MIN = 2;
@@ -11,6 +21,10 @@ export const WRITER_ACQUIRE_TIMEOUT_MS = 3000;
 export const POOL_MAX_LIFETIME_SECS = 1800;
 export const POOL_IDLE_TIMEOUT_MS = 600_000;
 export const READER_ACQUIRE_TIMEOUT_MS = 150;
+/** Tighten-only, transaction-local statement deadline of every reader transaction (design choice, §2.1). */
+export const READER_STATEMENT_TIMEOUT_MS = 20_000;
+/** Client-side guard against a stalled replica socket: the server deadline plus a margin. */
+export const READER_CLIENT_TIMEOUT_MS = READER_STATEMENT_TIMEOUT_MS + 1000;
 
 export type PoolErrorSink = (role: string, err: Error) => void;
 
@@ -55,8 +69,39 @@ export function createReaderPool(cfg: DatabaseConfig, url: string, onError: Pool
     connectionTimeoutMillis: READER_ACQUIRE_TIMEOUT_MS,
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
+    query_timeout: READER_CLIENT_TIMEOUT_MS,
   });
   return withErrorListener(pool, 'reader', onError);
+}
+
+/**
+ * The replica-fence probe's own pool (seed 001): lazy, one connection, the writer's URL and
+ * lifetime (so it follows a writer failover), its own session timeouts set at connect time.
+ * It costs one extra writer connection per relay process and never borrows a serving one.
+ */
+export function createProbePool(writerUrl: string, onError: PoolErrorSink): Pool {
+  const timeouts = [
+    `-c lock_timeout=${PROBE_LOCK_TIMEOUT_MS}`,
+    `-c statement_timeout=${PROBE_STATEMENT_TIMEOUT_MS}`,
+    `-c idle_in_transaction_session_timeout=${PROBE_IDLE_IN_TXN_TIMEOUT_MS}`,
+  ].join(' ');
+  const pool = new Pool({
+    connectionString: writerUrl,
+    application_name: PROBE_APPLICATION_NAME,
+    max: 1,
+    min: 0,
+    connectionTimeoutMillis: PROBE_ACQUIRE_TIMEOUT_MS,
+    idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
+    maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
+    options: timeouts,
+  });
+  return withErrorListener(pool, 'fence_probe', onError);
+}
+
+/** pg-pool's own acquire-timeout error (no SQLSTATE). */
+export function isPoolTimeout(err: unknown): boolean {
+  const msg = (err as { message?: unknown } | null)?.message;
+  return typeof msg === 'string' && (msg.includes('timeout exceeded when trying to connect') || msg.includes('Connection terminated due to connection timeout'));
 }
 
 /** A pool without an 'error' listener crashes the process when its server restarts. */

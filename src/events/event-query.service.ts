@@ -9,6 +9,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
 import { EventReadRepository } from './event-read.repository.js';
+import { ReadScope } from './read-scope.js';
 import { effectiveLimit, matchFilter } from './filter.js';
 
 export const FILTER_QUERY_CONCURRENCY = 4;
@@ -25,10 +26,10 @@ export class EventQueryService {
    * `dedupe`, an id already yielded by an earlier filter is skipped, after
    * acceptance, so a row rejected by filter A stays eligible for filter B.
    */
-  async *history(communityId: string, filters: readonly NostrFilter[], dedupe: boolean): AsyncGenerator<NostrEvent[]> {
+  async *history(scope: ReadScope, filters: readonly NostrFilter[], dedupe: boolean): AsyncGenerator<NostrEvent[]> {
     const seen = new Set<string>();
     const pending = new Map<number, Promise<NostrEvent[]>>();
-    const start = (i: number) => pending.set(i, this.queryOne(communityId, filters[i]));
+    const start = (i: number) => pending.set(i, this.queryOne(scope, filters[i]));
     let next = 0;
     for (; next < Math.min(FILTER_QUERY_CONCURRENCY, filters.length); next++) start(next);
     for (let i = 0; i < filters.length; i++) {
@@ -41,13 +42,13 @@ export class EventQueryService {
   }
 
   /** Sum over filters, without de-duplication (NIP-45). */
-  async count(communityId: string, filters: readonly NostrFilter[]): Promise<number> {
-    const counts = await Promise.all(filters.map((f) => this.repo.count(this.db.writer, communityId, f)));
+  async count(scope: ReadScope, filters: readonly NostrFilter[]): Promise<number> {
+    const counts = await Promise.all(filters.map((f) => this.repo.count(this.db.writer, scope, f)));
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  private queryOne(communityId: string, filter: NostrFilter): Promise<NostrEvent[]> {
-    const p = this.repo.query(this.db.writer, communityId, filter, effectiveLimit(filter));
+  private queryOne(scope: ReadScope, filter: NostrFilter): Promise<NostrEvent[]> {
+    const p = this.repo.query(this.db.writer, scope, filter, effectiveLimit(filter));
     // Rejections are observed when awaited in order; keep them from being reported as unhandled meanwhile.
     p.catch(() => undefined);
     return p;

@@ -7,13 +7,14 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
+import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 
 type Eb = ExpressionBuilder<DB, 'events'>;
 
 @Injectable()
 export class EventReadRepository {
-  async query(db: Kysely<DB>, communityId: string, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
+  async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
     const rows = await db
       .selectFrom('events')
@@ -26,7 +27,7 @@ export class EventReadRepository {
         'content',
         'sig',
       ])
-      .where((eb) => eb.and(whereFilter(eb, communityId, filter)))
+      .where((eb) => eb.and(whereFilter(eb, scope, filter)))
       .orderBy('created_at', 'desc')
       .orderBy('id', 'asc')
       .limit(limit)
@@ -34,19 +35,21 @@ export class EventReadRepository {
     return (rows as unknown as EventRow[]).map(rowToEvent);
   }
 
-  async count(db: Kysely<DB>, communityId: string, filter: NostrFilter): Promise<number> {
+  async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
     if (filter.kinds?.length === 0) return 0;
     const row = await db
       .selectFrom('events')
       .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where((eb) => eb.and(whereFilter(eb, communityId, filter)))
+      .where((eb) => eb.and(whereFilter(eb, scope, filter)))
       .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 }
 
-export function whereFilter(eb: Eb, communityId: string, f: NostrFilter): Expression<SqlBool>[] {
-  const conds: Expression<SqlBool>[] = [eb('community_id', '=', communityId), eb('deleted_at', 'is', null)];
+export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expression<SqlBool>[] {
+  const conds: Expression<SqlBool>[] = [eb('community_id', '=', scope.communityId), eb('deleted_at', 'is', null)];
+  const scoped = scopeCondition(scope);
+  if (scoped) conds.push(scoped);
   if (f.ids) conds.push(sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
   if (f.authors) conds.push(sql<SqlBool>`pubkey = any(${hexArray(f.authors)}::bytea[])`);
   if (f.kinds) conds.push(sql<SqlBool>`kind = any(${f.kinds}::int[])`);
@@ -69,4 +72,12 @@ export function whereFilter(eb: Eb, communityId: string, f: NostrFilter): Expres
 
 function hexArray(values: readonly string[]): Buffer[] {
   return values.map((v) => Buffer.from(v, 'hex'));
+}
+
+/** Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows. */
+function scopeCondition(scope: ReadScope): Expression<SqlBool> | undefined {
+  if (scope.channels === 'any') return scope.includeGlobal ? undefined : sql<SqlBool>`channel_id is not null`;
+  const ids = scope.channels as string[];
+  if (scope.includeGlobal) return sql<SqlBool>`(channel_id is null or channel_id = any(${ids}::uuid[]))`;
+  return sql<SqlBool>`channel_id = any(${ids}::uuid[])`;
 }

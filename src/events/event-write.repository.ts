@@ -103,6 +103,16 @@ export class EventWriteRepository {
     return rows.length === 0 ? undefined : rows[0].channel_id;
   }
 
+  /** Records an active reaction; false when the actor already has this emoji on the target. */
+  async insertReaction(tx: Tx, communityId: string, targetHex: string, actor: string, emoji: string, eventIdHex: string): Promise<boolean> {
+    const { rows } = await sql<{ ok: number }>`
+      insert into reactions (community_id, target_event_id, actor_pubkey, emoji, reaction_event_id)
+      values (${communityId}::uuid, decode(${targetHex}, 'hex'), ${actor}, ${emoji}, decode(${eventIdHex}, 'hex'))
+      on conflict (community_id, target_event_id, actor_pubkey, emoji) where deleted_at is null do nothing
+      returning 1 as ok`.execute(tx);
+    return rows.length > 0;
+  }
+
   /** The newest live version of a replaceable or addressable coordinate, locked. */
   async findCurrentVersion(
     tx: Tx,
@@ -140,6 +150,11 @@ export class EventWriteRepository {
       update events set deleted_at = now()
        where community_id = ${communityId}::uuid and id = any(${idsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])
          and pubkey = decode(${authorHex}, 'hex') and deleted_at is null and kind <> 5`.execute(tx);
+    // A deleted reaction frees its (actor, target, emoji) slot.
+    await sql`
+      update reactions set deleted_at = now()
+       where community_id = ${communityId}::uuid and actor_pubkey = ${authorHex} and deleted_at is null
+         and reaction_event_id = any(${idsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])`.execute(tx);
     return Number(res.numAffectedRows ?? 0);
   }
 

@@ -5,7 +5,7 @@
  * A batch that fails is retried one event per transaction, so one bad event
  * cannot fail its neighbours.
  */
-import { Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Kysely, Transaction } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
@@ -23,11 +23,12 @@ interface Pending {
 
 /** Rows per transaction; measured sweet spot for grouped commits on this hardware. */
 export const MAX_BATCH = 64;
+const DRAIN_TIMEOUT_MS = 10_000;
 /** Concurrent batch transactions; the rest of the writer pool serves other work. */
 export const MAX_INFLIGHT_BATCHES = 4;
 
 @Injectable()
-export class EventWriter {
+export class EventWriter implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventWriter');
   private queue: Pending[] = [];
   private inflight = 0;
@@ -44,6 +45,17 @@ export class EventWriter {
       this.queue.push({ communityId, item, resolve, reject });
       this.schedule();
     });
+  }
+
+  /** Shutdown: writes already accepted finish (and are acknowledged) before the pools close. */
+  async beforeApplicationShutdown(): Promise<void> {
+    const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+    while ((this.queue.length > 0 || this.inflight > 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    if (this.queue.length > 0 || this.inflight > 0) {
+      this.logger.error({ queued: this.queue.length, inflight: this.inflight }, 'shutdown with event writes still pending');
+    }
   }
 
   /** Runs fn in one writer transaction, with the floor lock when it touches a channel. */

@@ -1,7 +1,10 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
+import { ChannelsModule } from '../channels/channels.module.js';
+import { ModerationModule } from '../moderation/moderation.module.js';
 import { EventBus } from './event-bus.js';
+import { IngestGates } from './ingest-gates.service.js';
 import { EventQueryService } from './event-query.service.js';
 import { EventReadRepository } from './event-read.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -10,7 +13,9 @@ import { IngestService } from './ingest.service.js';
 import { SignatureVerifier } from './signature-verifier.js';
 
 @Module({
+  imports: [ChannelsModule, ModerationModule],
   providers: [
+    IngestGates,
     {
       provide: SignatureVerifier,
       inject: [APP_CONFIG],
@@ -23,7 +28,7 @@ import { SignatureVerifier } from './signature-verifier.js';
     EventQueryService,
     IngestService,
   ],
-  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService],
+  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, ChannelsModule, ModerationModule],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}

@@ -14,6 +14,10 @@ import { EventWriter } from './event-writer.service.js';
 import { isAddressable, isEphemeral, isReplaceable, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
 import { StoredEventInput, ThreadPlacement } from './stored-event.js';
+import { ChannelAccessService } from '../channels/channel-access.service.js';
+import { GroupCommandService, GroupEffect } from '../channels/group-commands.service.js';
+import { IngestGates } from './ingest-gates.service.js';
+import { reject, Rejection } from './rejection.js';
 
 export interface IngestResult {
   readonly accepted: boolean;
@@ -28,11 +32,6 @@ export interface IngestContext {
 
 const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
 
-class Rejection extends Error {}
-
-const reject = (message: string): never => {
-  throw new Rejection(message);
-};
 
 @Injectable()
 export class IngestService {
@@ -43,6 +42,9 @@ export class IngestService {
     private readonly repo: EventWriteRepository,
     private readonly bus: EventBus,
     private readonly metrics: RelayMetrics,
+    private readonly gates: IngestGates,
+    private readonly groups: GroupCommandService,
+    private readonly access: ChannelAccessService,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -65,11 +67,14 @@ export class IngestService {
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
     if (!limits.ok) reject(limits.reason);
+    await this.gates.moderationGate(ctx.communityId, event.pubkey);
+    const channel = await this.channelOf(event, ctx.communityId);
+    await this.gates.channelGate(ctx.communityId, event, channel.channelId);
     if (isEphemeral(event.kind)) {
-      this.bus.publish({ communityId: ctx.communityId, event, channelId: null });
+      // Ephemeral events are never stored: fan out only.
+      this.bus.publish({ communityId: ctx.communityId, event, channelId: channel.channelId });
       return { accepted: true, message: '', eventId: event.id };
     }
-    const channel = await this.channelOf(event, ctx.communityId);
     const item: StoredEventInput = {
       event,
       channelId: channel.channelId,
@@ -78,7 +83,7 @@ export class IngestService {
       mentions: mentionsOf(event),
     };
     const outcome = await this.store(ctx.communityId, item);
-    if (outcome === 'duplicate') return { accepted: true, message: 'duplicate: already have this event', eventId: event.id };
+    if (outcome === 'duplicate') return { accepted: true, message: 'duplicate:', eventId: event.id };
     this.metrics.eventsStored.inc();
     this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
     return { accepted: true, message: '', eventId: event.id };
@@ -119,9 +124,40 @@ export class IngestService {
 
   private async store(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
     const { event } = item;
+    if (item.channelId && this.groups.isGroupCommand(event.kind)) return this.storeGroupCommand(communityId, item, item.channelId);
+    if (event.kind === 7) return this.storeReaction(communityId, item);
     if (event.kind === 5) return this.storeDeletion(communityId, item);
     if (isReplaceable(event.kind) || isAddressable(event.kind)) return this.storeReplaceable(communityId, item);
     return this.writer.write(communityId, item);
+  }
+
+  /** A NIP-29 command and its state change commit together. */
+  private async storeGroupCommand(communityId: string, item: StoredEventInput, channelId: string): Promise<'stored' | 'duplicate'> {
+    let effect: GroupEffect | undefined;
+    const outcome = await this.writer.transaction(true, async (tx) => {
+      const inserted = await this.writer.insertIn(tx, communityId, [item]);
+      if (!inserted.has(item.event.id)) return 'duplicate' as const;
+      effect = await this.groups.apply(tx, communityId, item.event, channelId);
+      return 'stored' as const;
+    });
+    if (effect?.accessChanged === 'everyone') this.access.invalidate(communityId);
+    else for (const pk of effect?.accessChanged ?? []) this.access.invalidate(communityId, pk);
+    return outcome;
+  }
+
+  /** One active reaction per (actor, target, emoji); the row and the kind-7 event commit together. */
+  private storeReaction(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
+    const { event } = item;
+    const target = lastETag(event)!;
+    const emoji = event.content === '' ? '+' : event.content;
+    if ([...emoji].length > 64) reject('invalid: reaction emoji exceeds 64 characters');
+    return this.writer.transaction(item.channelId !== null, async (tx) => {
+      const inserted = await this.writer.insertIn(tx, communityId, [item]);
+      if (!inserted.has(event.id)) return 'duplicate';
+      const fresh = await this.repo.insertReaction(tx, communityId, target, event.pubkey, emoji, event.id);
+      if (!fresh) reject('duplicate: reaction already exists');
+      return 'stored';
+    });
   }
 
   /** Stale-write protection: an older created_at (or a higher id at the same second) loses. */
@@ -171,6 +207,10 @@ export class IngestService {
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
   const at = Number(current.created_at);
   return at > event.created_at || (at === event.created_at && current.id.toString('hex') < event.id);
+}
+
+function lastETag(event: NostrEvent): string | undefined {
+  return [...event.tags].reverse().find((t) => t[0] === 'e' && /^[0-9a-f]{64}$/.test(t[1] ?? ''))?.[1];
 }
 
 function parseCoordinate(value: string | undefined): { kind: number; pubkey: string; d: string } | undefined {

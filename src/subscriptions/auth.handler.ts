@@ -5,6 +5,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseEvent } from '../events/event-validation.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RelayConnection } from './relay-connection.js';
 
 /**
@@ -18,6 +19,7 @@ export class AuthHandler {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly verifier: SignatureVerifier,
     private readonly metrics: RelayMetrics,
+    private readonly moderation: ModerationRepository,
   ) {}
 
   handle(conn: RelayConnection, raw: unknown): Promise<void> {
@@ -49,11 +51,43 @@ export class AuthHandler {
       conn.send(['OK', id, false, 'auth-required: verification failed']);
       return;
     }
+    const refusal = await this.admission(conn, parsed.event.pubkey);
+    if (refusal) {
+      conn.authState = 'failed';
+      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: refusal.outcome });
+      conn.send(['OK', parsed.event.id, false, refusal.message]);
+      if (refusal.close) conn.cancel();
+      return;
+    }
     conn.authState = 'authenticated';
     conn.pubkey = parsed.event.pubkey;
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'success' });
     this.metrics.wsAuthenticatedActive.inc();
     conn.log.debug({ connId: conn.id }, 'NIP-42 auth successful');
     conn.send(['OK', parsed.event.id, true, '']);
+  }
+
+  /** The spec's order after the signature: ban, allowlist, relay membership. All read the writer. */
+  private async admission(conn: RelayConnection, pubkey: string): Promise<{ outcome: string; message: string; close: boolean } | undefined> {
+    try {
+      const restriction = await this.moderation.restrictionOf(conn.communityId, pubkey);
+      if (restriction.kind === 'banned') return { outcome: 'banned', message: 'blocked: you are banned from this community', close: true };
+    } catch {
+      return { outcome: 'ban_check_error', message: 'error: internal error checking restriction state', close: true };
+    }
+    if (this.config.pubkeyAllowlist) {
+      const allowed = await this.moderation.isAllowlisted(conn.communityId, pubkey).catch(() => false);
+      if (!allowed) return { outcome: 'allowlist_denied', message: 'auth-required: verification failed', close: false };
+    }
+    if (this.config.requireRelayMembership) {
+      let member: boolean;
+      try {
+        member = await this.moderation.isRelayMember(conn.communityId, pubkey);
+      } catch {
+        return { outcome: 'relay_membership_check_error', message: 'restricted: not a relay member', close: false };
+      }
+      if (!member) return { outcome: 'not_relay_member', message: 'restricted: not a relay member', close: false };
+    }
+    return undefined;
   }
 }

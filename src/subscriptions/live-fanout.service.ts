@@ -1,14 +1,18 @@
 /**
  * Live delivery of stored and ephemeral events to matching subscriptions.
- * Channel events reach only subscriptions whose every filter is pinned to that
- * channel by `#h`; global subscriptions receive only channel-less events.
+ * Channel events reach only subscriptions authorised for that channel; global
+ * subscriptions receive channel-less events only. Each recipient's access is
+ * checked again at send time (cached, failing closed), and deliveries to one
+ * connection keep their order.
  */
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { ChannelAccessService } from '../channels/channel-access.service.js';
+import { NostrEvent } from '../common/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { matchFilter } from '../events/filter.js';
+import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { RelayConnection } from './relay-connection.js';
+import { LiveSubscription, RelayConnection } from './relay-connection.js';
 
 @Injectable()
 export class LiveFanout implements OnModuleDestroy {
@@ -17,6 +21,7 @@ export class LiveFanout implements OnModuleDestroy {
 
   constructor(
     bus: EventBus,
+    private readonly access: ChannelAccessService,
     private readonly metrics: RelayMetrics,
   ) {
     this.unsubscribe = bus.subscribe((p) => this.deliver(p));
@@ -39,28 +44,36 @@ export class LiveFanout implements OnModuleDestroy {
   }
 
   private deliver({ communityId, event, channelId }: PublishedEvent): void {
-    const conns = this.byCommunity.get(communityId);
     let recipients = 0;
-    if (conns) {
-      let json: string | undefined;
-      for (const conn of conns) {
-        if (conn.authState !== 'authenticated') continue;
-        for (const [subId, sub] of conn.subscriptions) {
-          if (!subscriptionWants(sub.filters, event, channelId)) continue;
-          json ??= JSON.stringify(event);
-          conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`);
-          recipients += 1;
-        }
-      }
+    const json = JSON.stringify(event);
+    for (const conn of this.byCommunity.get(communityId) ?? []) {
+      if (conn.authState !== 'authenticated' || !conn.pubkey) continue;
+      const subs = [...conn.subscriptions].filter(([, sub]) => subscriptionWants(sub, event, channelId, conn.pubkey!));
+      if (subs.length === 0) continue;
+      recipients += subs.length;
+      conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, json, communityId, channelId));
     }
     this.metrics.fanoutRecipients.observe(recipients);
   }
+
+  private async sendChecked(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, json: string, communityId: string, channelId: string | null): Promise<void> {
+    if (channelId !== null && !(await this.access.canRead(communityId, channelId, conn.pubkey!))) return;
+    for (const [subId, sub] of subs) {
+      // The subscription may have been closed or replaced while the check ran.
+      if (conn.subscriptions.get(subId)?.token !== sub.token) continue;
+      conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`);
+    }
+  }
 }
 
-/** True when one of the filters matches and the channel boundary allows it. */
-export function subscriptionWants(filters: readonly NostrFilter[], event: NostrEvent, channelId: string | null): boolean {
-  const channelScoped = filters.every((f) => (f.tags.h?.length ?? 0) > 0);
-  if (channelId !== null && !channelScoped) return false;
-  if (channelId === null && channelScoped) return false;
-  return filters.some((f) => matchFilter(event, f));
+/** True when the subscription's scope admits the event and one of its filters matches. */
+export function subscriptionWants(sub: LiveSubscription, event: NostrEvent, channelId: string | null, reader: string): boolean {
+  const { scope } = sub;
+  if (channelId === null && !scope.includeGlobal) return false;
+  if (channelId !== null) {
+    const pinned = sub.filters.every((f) => (f.tags.h?.length ?? 0) > 0);
+    if (!pinned) return false;
+    if (scope.channels !== 'any' && !scope.channels.includes(channelId)) return false;
+  }
+  return eventVisibleToReader(event, reader) && sub.filters.some((f) => matchFilter(event, f));
 }

@@ -7,10 +7,13 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import { NostrFilter } from '../common/nostr.types.js';
+import { ReadScope } from '../events/read-scope.js';
 
 export interface LiveSubscription {
   readonly token: number;
   readonly filters: readonly NostrFilter[];
+  /** What the subscription was authorised to see when it was claimed. */
+  readonly scope: ReadScope;
 }
 
 export interface ConnectionLimits {
@@ -32,6 +35,8 @@ export class RelayConnection {
   pubkey: string | undefined;
   authState: 'pending' | 'authenticated' | 'failed' = 'pending';
   missedPongs = 0;
+  /** Live deliveries run in order per connection (each may wait on an access check). */
+  fanoutChain: Promise<void> = Promise.resolve();
   /** The AUTH being verified, if any; EVENT/REQ/COUNT wait for it. */
   pendingAuth: Promise<void> | undefined;
   private inflightSends = 0;
@@ -72,10 +77,10 @@ export class RelayConnection {
   }
 
   /** Mints a new owner token for a sub id, replacing any holder (a same-id REQ replaces). */
-  claim(subId: string, filters: readonly NostrFilter[]): number | undefined {
+  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope): number | undefined {
     if (this.isCancelled) return undefined;
     const token = nextSubscriptionToken++;
-    this.subscriptions.set(subId, { token, filters });
+    this.subscriptions.set(subId, { token, filters, scope });
     return token;
   }
 

@@ -9,7 +9,10 @@
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { closedReasonFor } from '../database/pg-errors.js';
+import { ReadAccessService } from '../channels/read-access.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
+import { ReadScope } from '../events/read-scope.js';
+import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
@@ -21,6 +24,7 @@ const YIELD_EVERY = 100;
 export class ReqHandler {
   constructor(
     private readonly queries: EventQueryService,
+    private readonly readAccess: ReadAccessService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
   ) {}
@@ -36,13 +40,15 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, 'error: too many subscriptions']);
       return;
     }
+    const scope = await this.resolveScope(conn, subId, filters, 'req');
+    if (!scope) return;
     if (filters.some((f) => f.search !== undefined)) {
       conn.send(['CLOSED', subId, 'error: search is not supported yet']);
       return;
     }
-    const token = conn.claim(subId, filters);
+    const token = conn.claim(subId, filters, scope);
     if (token === undefined) return;
-    const run = await this.gate.run(() => this.streamHistory(conn, subId, token, filters));
+    const run = await this.gate.run(() => this.streamHistory(conn, subId, token, filters, scope));
     if (!run.admitted) this.closeIfOwner(conn, subId, token, TOO_MANY_CONCURRENT);
   }
 
@@ -52,8 +58,10 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
       return;
     }
+    const scope = await this.resolveScope(conn, subId, filters, 'count');
+    if (!scope) return;
     try {
-      const run = await this.gate.run(() => this.queries.count(conn.communityId, filters));
+      const run = await this.gate.run(() => this.queries.count(scope, filters));
       if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
@@ -68,13 +76,27 @@ export class ReqHandler {
     conn.send(['CLOSED', subId, '']);
   }
 
-  private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[]): Promise<void> {
+  /** Access and gates before anything is claimed: a refused REQ leaves an existing same-id subscription alone. */
+  private async resolveScope(conn: RelayConnection, subId: string, filters: NostrFilter[], wording: 'req' | 'count'): Promise<ReadScope | undefined> {
+    try {
+      const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, wording);
+      if (decision.ok) return decision.scope;
+      conn.send(['CLOSED', subId, decision.reason]);
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'channel access lookup failed');
+      conn.send(['CLOSED', subId, 'error: database error']);
+    }
+    return undefined;
+  }
+
+  private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[], scope: ReadScope): Promise<void> {
     const started = process.hrtime.bigint();
     const prefix = `["EVENT",${JSON.stringify(subId)},`;
     let sent = 0;
     try {
-      for await (const batch of this.queries.history(conn.communityId, filters, true)) {
+      for await (const batch of this.queries.history(scope, filters, true)) {
         for (const ev of batch) {
+          if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;
           if (conn.sendRaw(prefix + JSON.stringify(ev) + ']') !== 'sent') return;
           if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));

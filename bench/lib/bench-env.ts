@@ -1,0 +1,210 @@
+/**
+ * What every bench needs: an ephemeral Postgres writer + streaming replica (PgCluster, tmpfs when
+ * it can, fsync off like the test harness), a database for the relay, the built relay running
+ * against it as a child process (exactly as an operator runs it), and a stop() that undoes all of
+ * it. Plus the small statistics the benches print.
+ *
+ * BUZZ_* variables of the bench's own environment are passed to the relay, so a run can be tuned
+ * without code changes, e.g. `BUZZ_DB_POOL_SIZE=40 node dist/bench/ingest.bench.js`.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import { Pool } from 'pg';
+import { PgCluster } from '../../src/database/embedded/pg-cluster.js';
+import { migrateToLatest } from '../../src/database/migrator.js';
+
+/** dist/bench/lib -> dist/src/main.js (the bench runs from the compiled tree). */
+export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js');
+const RELAY_START_TIMEOUT_MS = 30_000;
+const RELAY_STOP_TIMEOUT_MS = 10_000;
+const RELAY_DATABASE = 'buzz_bench';
+
+export interface BenchEnv {
+  readonly cluster: PgCluster;
+  /** The relay's database on the writer and on the replica. */
+  readonly writerUrl: string;
+  readonly readerUrl: string;
+  /** ws://localhost:PORT: the URL clients connect to and name in their NIP-42 `relay` tag. */
+  readonly relayUrl: string;
+  readonly relayPid: number;
+  relayOutput(): string;
+  /** A second database with the relay's schema (migrated here), for same-run SQL baselines. */
+  createMigratedDatabase(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startBenchEnv(log: (msg: string) => void = logLine): Promise<BenchEnv> {
+  if (!existsSync(RELAY_ENTRY)) throw new Error(`${RELAY_ENTRY} is missing: run \`npm run build\` first`);
+  const started = Date.now();
+  const cluster = await PgCluster.start({ persistent: false, withReplica: true });
+  let relay: RelayChild | undefined;
+  try {
+    const { writerUrl, readerUrl } = await cluster.createDatabase(RELAY_DATABASE);
+    await cluster.waitForDatabaseOnReplica(RELAY_DATABASE);
+    relay = await spawnRelay({ DATABASE_URL: writerUrl, READ_DATABASE_URL: readerUrl ?? '' });
+    log(`postgres pair + relay ${relay.url} (pid ${relay.child.pid}) ready in ${Date.now() - started} ms`);
+    const ready = relay;
+    const stop = once(async () => {
+      await ready.stop();
+      await cluster.stop();
+    });
+    stopOnSignals(stop);
+    return {
+      cluster,
+      writerUrl,
+      readerUrl: readerUrl ?? writerUrl,
+      relayUrl: ready.url,
+      relayPid: ready.child.pid ?? 0,
+      relayOutput: () => ready.output(),
+      createMigratedDatabase: (name) => createMigratedDatabase(cluster, name),
+      stop,
+    };
+  } catch (err) {
+    await relay?.stop();
+    await cluster.stop();
+    throw err;
+  }
+}
+
+async function createMigratedDatabase(cluster: PgCluster, name: string): Promise<string> {
+  const { writerUrl } = await cluster.createDatabase(name);
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: quietPool(writerUrl, 2) }) });
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+  return writerUrl;
+}
+
+/** A pg Pool with the mandatory 'error' listener (a server restart must not crash the bench). */
+export function quietPool(url: string, max: number): Pool {
+  const pool = new Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000 });
+  pool.on('error', (err) => logLine(`idle pg connection error: ${err.message}`));
+  return pool;
+}
+
+interface RelayChild {
+  readonly url: string;
+  readonly child: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
+  const passThrough = Object.fromEntries(Object.entries(process.env).filter(([key]) => key.startsWith('BUZZ_')));
+  return {
+    PATH: process.env.PATH ?? '',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
+    ...passThrough,
+    ...databaseEnv,
+    PORT: '0',
+    BUZZ_BIND_ADDR: '127.0.0.1:0',
+  };
+}
+
+async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
+  const child = spawn(process.execPath, ['--enable-source-maps', RELAY_ENTRY], {
+    env: relayEnv(databaseEnv),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
+  try {
+    const port = await listeningPort(child, () => out);
+    return { url: `ws://localhost:${port}`, child, output: () => out, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Waits for the relay's `listening on ws://…:PORT` line. */
+function listeningPort(child: ChildProcess, output: () => string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`relay did not start in ${RELAY_START_TIMEOUT_MS} ms:\n${output()}`)), RELAY_START_TIMEOUT_MS);
+    const onData = () => {
+      const m = /listening on ws:\/\/[^:\s]+:(\d+)/.exec(output());
+      if (!m) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      resolve(Number(m[1]));
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`relay exited with ${code} before listening:\n${output()}`));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill('SIGKILL'), RELAY_STOP_TIMEOUT_MS);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function stopOnSignals(stop: () => Promise<void>): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      logLine(`${signal}: stopping the relay and the postgres pair`);
+      void stop().finally(() => process.exit(130));
+    });
+  }
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => (running ??= fn());
+}
+
+/** Progress goes to stderr; stdout carries only the JSON result lines. */
+export function logLine(msg: string): void {
+  process.stderr.write(`[bench] ${msg}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/** Nearest-rank percentile (p in 0..100) of an ascending array; NaN when empty. */
+export function percentile(sortedAsc: readonly number[], p: number): number {
+  if (sortedAsc.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sortedAsc.length);
+  return sortedAsc[Math.min(sortedAsc.length, Math.max(1, rank)) - 1];
+}
+
+export interface LatencySummary {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export function summarize(samplesMs: readonly number[]): LatencySummary {
+  const sorted = Float64Array.from(samplesMs).sort();
+  const arr = Array.from(sorted);
+  return { p50: round(percentile(arr, 50)), p90: round(percentile(arr, 90)), p99: round(percentile(arr, 99)), max: round(arr[arr.length - 1] ?? Number.NaN) };
+}
+
+export function round(value: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+/** Seconds elapsed since `start` (a process.hrtime.bigint() reading). */
+export function secondsSince(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}

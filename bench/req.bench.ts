@@ -1,0 +1,246 @@
+/**
+ * History reads: sequential REQ -> EOSE round trips over authenticated WebSocket connections
+ * against the built relay on a real Postgres writer + streaming replica, for three filter shapes
+ * (recent kind-1, one author, one `#t` tag; `limit` 20 each). Baseline in the same run: the
+ * equivalent SQL (the relay's own query shape, `order by created_at desc, id asc limit 20`) run
+ * directly with `pg`, one client per relay connection, one query in flight per client. Prints one
+ * JSON line per filter shape plus an `all` line; progress goes to stderr.
+ *
+ *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 20]
+ *
+ * `--reqs` is per connection and per shape. The seed is published through the relay (signed with
+ * nostr-tools finalizeEvent before timing); each shape's first relay answer is checked against
+ * its SQL answer, and every REQ must end with EOSE and `limit` events (exit 1 otherwise).
+ */
+import { parseArgs } from 'node:util';
+import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
+import type { Client } from 'pg';
+import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
+import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { signInParallel, type SignJob } from './lib/sign-pool.js';
+import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: 'string', default: '10000' },
+    reqs: { type: 'string', default: '250' },
+    connections: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '20' },
+  },
+});
+const SEED = Number(args.seed);
+const REQS = Number(args.reqs);
+const CONNECTIONS = Number(args.connections);
+const WARMUP = Number(args.warmup);
+const LIMIT = 20;
+const TOPICS = 20;
+const SPREAD_SECS = 600;
+const PUBLISH_WINDOW = 64;
+
+interface BenchFilter {
+  kinds: number[];
+  authors?: string[];
+  '#t'?: string[];
+  limit: number;
+}
+
+interface Shape {
+  name: string;
+  /** The filter connection `c` sends as its `r`-th request. */
+  filter(c: number, r: number): BenchFilter;
+}
+
+function shapes(pubkeys: readonly string[]): Shape[] {
+  return [
+    { name: 'kinds', filter: () => ({ kinds: [1], limit: LIMIT }) },
+    { name: 'author', filter: (c, r) => ({ kinds: [1], authors: [pubkeys[(c + r) % pubkeys.length]], limit: LIMIT }) },
+    { name: 'tag', filter: (c, r) => ({ kinds: [1], '#t': [`topic${(c * 7 + r) % TOPICS}`], limit: LIMIT }) },
+  ];
+}
+
+/**
+ * How the SQL orders its page. `column` (the baseline) sorts by the indexed `events.created_at`.
+ * `relay` repeats the relay's statement text (EventReadRepository at the time of writing): its
+ * select list aliases `extract(epoch from created_at)::bigint AS created_at`, and a bare
+ * `ORDER BY created_at` names that output column, so Postgres sorts on the expression and cannot
+ * walk an index. Both give the same rows; measuring both shows how much of the gap is the query.
+ */
+type OrderBy = 'column' | 'relay';
+
+/** The relay's history query for these filter shapes, as plain SQL. */
+function sqlFor(communityId: string, f: BenchFilter, orderBy: OrderBy = 'column'): [string, unknown[]] {
+  const params: unknown[] = [communityId, f.kinds];
+  const where = ['community_id = $1', 'deleted_at is null', 'kind = any($2::int[])'];
+  if (f.authors) where.push(`pubkey = any($${params.push(f.authors.map((a) => Buffer.from(a, 'hex')))}::bytea[])`);
+  if (f['#t']) where.push(`tags @> any($${params.push(f['#t'].map((v) => JSON.stringify([['t', v]])))}::jsonb[])`);
+  const text = `select id, pubkey, extract(epoch from created_at)::bigint as created_at, kind, tags, content, sig
+                  from events where ${where.join(' and ')}
+                 order by ${orderBy === 'column' ? 'events.created_at' : 'created_at'} desc, id asc limit ${f.limit}`;
+  return [text, params];
+}
+
+function seedTemplates(): SignJob[] {
+  const now = Math.floor(Date.now() / 1000);
+  return Array.from({ length: SEED }, (_, i) => {
+    const template: EventTemplate = {
+      kind: 1,
+      created_at: now - (i % SPREAD_SECS),
+      tags: [['t', 'bench'], ['t', `topic${i % TOPICS}`], ['client', 'buzz-bench']],
+      content: `seed message ${i}: the quick brown fox jumps over the lazy dog`,
+    };
+    return { key: i % CONNECTIONS, template };
+  });
+}
+
+async function seed(env: BenchEnv, conns: readonly BenchConnection[], events: readonly NostrEvent[]): Promise<void> {
+  const perConnection = dealRoundRobin(events, conns.length).map(toPublishItems);
+  const start = process.hrtime.bigint();
+  const result = mergePublishResults(await Promise.all(conns.map((c, i) => c.publishWindowed(perConnection[i], PUBLISH_WINDOW))));
+  if (result.accepted !== events.length) throw new Error(`seeding: ${result.accepted}/${events.length} accepted: ${JSON.stringify(Object.fromEntries(result.reasons))}`);
+  await env.cluster.waitForReplica();
+  logLine(`seeded ${result.accepted} events through the relay in ${round(secondsSince(start), 1)} s`);
+}
+
+async function communityOf(url: string): Promise<string> {
+  const pool = quietPool(url, 1);
+  try {
+    const { rows } = await pool.query<{ community_id: string }>('select distinct community_id from events');
+    if (rows.length !== 1) throw new Error(`expected the seed in one community, found ${rows.length}`);
+    return rows[0].community_id;
+  } finally {
+    await pool.end();
+  }
+}
+
+interface RelayRun {
+  seconds: number;
+  latenciesMs: number[];
+  firstIds: string[];
+  bad: string[];
+}
+
+async function relayRun(conns: readonly BenchConnection[], shape: Shape, count: number): Promise<RelayRun> {
+  const run: RelayRun = { seconds: 0, latenciesMs: [], firstIds: [], bad: [] };
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    conns.map(async (conn, c) => {
+      for (let r = 0; r < count; r++) {
+        const res = await conn.req('q', shape.filter(c, r));
+        run.latenciesMs.push(res.ms);
+        if (c === 0 && r === 0) run.firstIds = res.ids;
+        if (res.end !== 'EOSE' || res.ids.length !== LIMIT) run.bad.push(`${res.end} ${res.reason ?? ''} after ${res.ids.length} events`);
+      }
+    }),
+  );
+  run.seconds = secondsSince(start);
+  return run;
+}
+
+async function sqlRun(url: string, communityId: string, shape: Shape, count: number, orderBy: OrderBy = 'column') {
+  const jobs = Array.from({ length: CONNECTIONS }, (_, c) => Array.from({ length: count }, (_, r) => sqlFor(communityId, shape.filter(c, r), orderBy)));
+  return runSqlClients(url, jobs, (client: Client, [text, params]) => client.query(text, params));
+}
+
+async function firstSqlIds(url: string, communityId: string, shape: Shape): Promise<string[]> {
+  const pool = quietPool(url, 1);
+  try {
+    const [text, params] = sqlFor(communityId, shape.filter(0, 0));
+    const { rows } = await pool.query<{ id: Buffer }>(text, params);
+    return rows.map((row) => row.id.toString('hex'));
+  } finally {
+    await pool.end();
+  }
+}
+
+interface Timed {
+  seconds: number;
+  latenciesMs: number[];
+}
+
+interface ShapeResult {
+  relay: Timed;
+  sql: Timed;
+  relaySql: Timed;
+}
+
+function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
+  const reqsPerS = relay.latenciesMs.length / relay.seconds;
+  const sqlPerS = sql.latenciesMs.length / sql.seconds;
+  const r = summarize(relay.latenciesMs);
+  const s = summarize(sql.latenciesMs);
+  const rs = summarize(relaySql.latenciesMs);
+  return {
+    bench: 'req',
+    variant,
+    seed_events: SEED,
+    connections: CONNECTIONS,
+    limit: LIMIT,
+    reqs: relay.latenciesMs.length,
+    reqs_per_s: round(reqsPerS, 1),
+    eose_p50_ms: r.p50,
+    eose_p90_ms: r.p90,
+    eose_p99_ms: r.p99,
+    eose_max_ms: r.max,
+    baseline_queries_per_s: round(sqlPerS, 1),
+    baseline_p50_ms: s.p50,
+    baseline_p90_ms: s.p90,
+    baseline_p99_ms: s.p99,
+    ratio: round(reqsPerS / sqlPerS, 3),
+    relay_shape_sql_queries_per_s: round(relaySql.latenciesMs.length / relaySql.seconds, 1),
+    relay_shape_sql_p50_ms: rs.p50,
+    relay_shape_sql_p99_ms: rs.p99,
+  };
+}
+
+async function measureShape(env: BenchEnv, conns: readonly BenchConnection[], communityId: string, shape: Shape): Promise<ShapeResult> {
+  await relayRun(conns, shape, WARMUP);
+  await sqlRun(env.writerUrl, communityId, shape, WARMUP);
+  const relay = await relayRun(conns, shape, REQS);
+  const sql = await sqlRun(env.writerUrl, communityId, shape, REQS);
+  const relaySql = await sqlRun(env.writerUrl, communityId, shape, REQS, 'relay');
+  const expected = await firstSqlIds(env.writerUrl, communityId, shape);
+  if (relay.bad.length > 0) throw new Error(`${shape.name}: ${relay.bad.length} REQs ended badly, e.g. ${relay.bad[0]}`);
+  if (JSON.stringify(relay.firstIds) !== JSON.stringify(expected)) throw new Error(`${shape.name}: relay and SQL disagree on the first page`);
+  return { relay, sql, relaySql };
+}
+
+function emptyTimed(): Timed {
+  return { seconds: 0, latenciesMs: [] };
+}
+
+async function main(): Promise<void> {
+  const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
+  const signStart = process.hrtime.bigint();
+  const events = await signInParallel(keys, seedTemplates());
+  logLine(`signed ${SEED} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
+  const env = await startBenchEnv();
+  try {
+    const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
+    await seed(env, conns, events);
+    const communityId = await communityOf(env.writerUrl);
+    const all: ShapeResult = { relay: emptyTimed(), sql: emptyTimed(), relaySql: emptyTimed() };
+    for (const shape of shapes(keys.map((k) => getPublicKey(k)))) {
+      const result = await measureShape(env, conns, communityId, shape);
+      console.log(JSON.stringify(resultLine(shape.name, result)));
+      for (const key of ['relay', 'sql', 'relaySql'] as const) {
+        all[key].seconds += result[key].seconds;
+        all[key].latenciesMs.push(...result[key].latenciesMs);
+      }
+    }
+    console.log(JSON.stringify(resultLine('all', all)));
+    conns.forEach((c) => c.close());
+  } catch (err) {
+    logLine(`relay output:\n${env.relayOutput()}`);
+    throw err;
+  } finally {
+    await env.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    logLine(`failed: ${(err as Error)?.stack ?? String(err)}`);
+    process.exit(1);
+  },
+);

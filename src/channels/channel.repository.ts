@@ -1,0 +1,115 @@
+/**
+ * Channels (NIP-29 groups) and their members. Reads gate access and writes
+ * run inside ingest transactions, so everything here uses the writer.
+ */
+import { Injectable } from '@nestjs/common';
+import { Kysely, sql } from 'kysely';
+import { DatabaseService } from '../database/database.service.js';
+import { ChannelMemberRole, ChannelType, ChannelVisibility, DB } from '../database/database.types.js';
+
+export interface ChannelInfo {
+  readonly id: string;
+  readonly visibility: ChannelVisibility;
+  readonly archived: boolean;
+}
+
+export interface NewChannel {
+  readonly id: string;
+  readonly name: string;
+  readonly about: string | null;
+  readonly visibility: ChannelVisibility;
+  readonly channelType: ChannelType;
+  readonly createdBy: string;
+}
+
+@Injectable()
+export class ChannelRepository {
+  constructor(private readonly db: DatabaseService) {}
+
+  async find(communityId: string, channelId: string, tx: Kysely<DB> = this.db.writer): Promise<ChannelInfo | undefined> {
+    const row = await tx
+      .selectFrom('channels')
+      .select(['id', 'visibility', sql<boolean>`archived_at is not null`.as('archived')])
+      .where('community_id', '=', communityId)
+      .where('id', '=', channelId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return row ? { id: row.id, visibility: row.visibility, archived: row.archived } : undefined;
+  }
+
+  /** Open channels plus the private ones the pubkey is a current member of. */
+  async accessibleIds(communityId: string, pubkey: string): Promise<string[]> {
+    const { rows } = await sql<{ id: string }>`
+      select c.id from channels c
+       where c.community_id = ${communityId}::uuid and c.deleted_at is null
+         and (c.visibility = 'open' or exists (
+               select 1 from channel_members m
+                where m.community_id = c.community_id and m.channel_id = c.id
+                  and m.pubkey = ${pubkey} and m.removed_at is null))`.execute(this.db.writer);
+    return rows.map((r) => r.id);
+  }
+
+  async memberRole(communityId: string, channelId: string, pubkey: string, tx: Kysely<DB> = this.db.writer): Promise<ChannelMemberRole | undefined> {
+    const row = await tx
+      .selectFrom('channel_members')
+      .select('role')
+      .where('community_id', '=', communityId)
+      .where('channel_id', '=', channelId)
+      .where('pubkey', '=', pubkey)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    return row?.role;
+  }
+
+  /** Creates the channel; false when the id is already taken. */
+  async create(tx: Kysely<DB>, communityId: string, ch: NewChannel): Promise<boolean> {
+    const inserted = await tx
+      .insertInto('channels')
+      .values({
+        community_id: communityId,
+        id: ch.id,
+        name: ch.name,
+        about: ch.about,
+        visibility: ch.visibility,
+        channel_type: ch.channelType,
+        created_by: ch.createdBy,
+      })
+      .onConflict((oc) => oc.columns(['community_id', 'id']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    return inserted !== undefined;
+  }
+
+  async upsertMember(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, role: ChannelMemberRole): Promise<void> {
+    await tx
+      .insertInto('channel_members')
+      .values({ community_id: communityId, channel_id: channelId, pubkey, role })
+      .onConflict((oc) => oc.columns(['community_id', 'channel_id', 'pubkey']).doUpdateSet({ role, removed_at: null, joined_at: sql`now()` }))
+      .execute();
+  }
+
+  async removeMember(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string): Promise<void> {
+    await tx
+      .updateTable('channel_members')
+      .set({ removed_at: sql`now()` })
+      .where('community_id', '=', communityId)
+      .where('channel_id', '=', channelId)
+      .where('pubkey', '=', pubkey)
+      .where('removed_at', 'is', null)
+      .execute();
+  }
+
+  async updateMetadata(tx: Kysely<DB>, communityId: string, channelId: string, patch: { name?: string; about?: string; visibility?: ChannelVisibility; archived?: boolean }): Promise<void> {
+    const set: Record<string, unknown> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.about !== undefined) set.about = patch.about;
+    if (patch.visibility !== undefined) set.visibility = patch.visibility;
+    if (patch.archived !== undefined) set.archived_at = patch.archived ? sql`now()` : null;
+    if (Object.keys(set).length === 0) return;
+    await tx.updateTable('channels').set(set).where('community_id', '=', communityId).where('id', '=', channelId).execute();
+  }
+
+  async softDelete(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
+    await tx.updateTable('channels').set({ deleted_at: sql`now()` }).where('community_id', '=', communityId).where('id', '=', channelId).execute();
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Decides, before any history query runs, which rows a reader may see
+ * (relay.md §2.6 steps 4–8): the explicit-channel cap, the requested channels
+ * the reader may read (repairing stale cache misses), and the sensitive-kind
+ * gates. The result is a ReadScope that the SQL applies before LIMIT.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrFilter } from '../common/nostr.types.js';
+import { AUTHOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS } from '../events/kinds.js';
+import { ReadScope } from '../events/read-scope.js';
+import { ChannelAccessService } from './channel-access.service.js';
+
+export const MAX_EXPLICIT_CHANNELS = 128;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ENGRAM_KIND = 30174;
+
+export type ScopeDecision = { ok: true; scope: ReadScope; singleChannel: boolean } | { ok: false; reason: string };
+
+export type GateWording = 'req' | 'count';
+
+@Injectable()
+export class ReadAccessService {
+  constructor(private readonly access: ChannelAccessService) {}
+
+  async scopeFor(communityId: string, pubkey: string, filters: readonly NostrFilter[], wording: GateWording = 'req'): Promise<ScopeDecision> {
+    const explicit = filters.reduce((n, f) => n + (f.tags.h?.length ?? 0), 0);
+    if (explicit > MAX_EXPLICIT_CHANNELS) return { ok: false, reason: 'restricted: too many explicit channels' };
+    const pinned = filters.length > 0 && filters.every((f) => (f.tags.h?.length ?? 0) > 0);
+    if (pinned) {
+      const requested = [...new Set(filters.flatMap((f) => f.tags.h!.map((h) => h.toLowerCase())).filter((h) => UUID.test(h)))];
+      const allowed = await this.access.authorize(communityId, pubkey, requested);
+      if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
+      const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false };
+      if (allowed.length === 1) return { ok: true, scope, singleChannel: true };
+      return this.gated(filters, pubkey, wording) ?? { ok: true, scope, singleChannel: false };
+    }
+    const gate = this.gated(filters, pubkey, wording);
+    if (gate) return gate;
+    const accessible = await this.access.accessible(communityId, pubkey);
+    return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true }, singleChannel: false };
+  }
+
+  /** Sensitive-kind gates for reads that are not pinned to one channel. */
+  private gated(filters: readonly NostrFilter[], pubkey: string, wording: GateWording): { ok: false; reason: string } | undefined {
+    for (const f of filters) {
+      const kinds = f.kinds;
+      const canMatch = (set: ReadonlySet<number>) => (kinds === undefined ? true : kinds.some((k) => set.has(k)));
+      const selfP = (f.tags.p?.length ?? 0) > 0 && f.tags.p!.every((p) => p === pubkey);
+      const selfAuthor = (f.authors?.length ?? 0) > 0 && f.authors!.every((a) => a === pubkey);
+      const idsExempt = f.ids !== undefined && !(kinds ?? []).some((k) => RESULT_GATED_KINDS.has(k));
+      if (canMatch(P_GATED_KINDS) && kinds !== undefined && !selfP && !idsExempt) {
+        return {
+          ok: false,
+          reason: wording === 'count' ? 'restricted: p-gated kinds require #p tag matching your pubkey' : 'restricted: p-gated events require #p matching your pubkey',
+        };
+      }
+      if (kinds?.includes(ENGRAM_KIND) && !selfAuthor && !selfP && f.ids === undefined) {
+        return { ok: false, reason: 'restricted: agent-engram reads require authors=[self] or #p=[self]' };
+      }
+      if (kinds !== undefined && kinds.length > 0 && kinds.every((k) => AUTHOR_ONLY_KINDS.has(k)) && !selfAuthor) {
+        return { ok: false, reason: 'restricted: author-only kinds require authors=[self]' };
+      }
+    }
+    return undefined;
+  }
+}
