@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import type { Client } from 'pg';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import { BenchConnection, mergePublishResults, toPublishItems, type PublishResult } from './lib/bench-connection.js';
-import { BenchEnv, logLine, quietPool, round, secondsSince, startBenchEnv, summarize } from './lib/bench-env.js';
+import { BenchEnv, logLine, processCpuSeconds, quietPool, round, secondsSince, startBenchEnv, summarize } from './lib/bench-env.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients, type SqlRunResult } from './lib/sql-baseline.js';
 
@@ -84,18 +84,25 @@ async function baselinePhase(env: BenchEnv, warmup: readonly NostrEvent[], event
   return { run, stored: await storedCount(url, events) };
 }
 
+function cpuSeconds(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1e6;
+}
+
 async function main(): Promise<number> {
-  const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
-  const signStart = process.hrtime.bigint();
-  const warmup = await signInParallel(keys, templates(WARMUP, 'warmup'));
-  const events = await signInParallel(keys, templates(EVENTS, 'ingest'));
-  logLine(`signed ${WARMUP + EVENTS} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
-  const env = await startBenchEnv();
+  const env = await startBenchEnv(); // first: a relay that cannot start fails the run at once
   try {
+    const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
+    const signStart = process.hrtime.bigint();
+    const warmup = await signInParallel(keys, templates(WARMUP, 'warmup'));
+    const events = await signInParallel(keys, templates(EVENTS, 'ingest'));
+    logLine(`signed ${WARMUP + EVENTS} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
     const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
     logLine(`${conns.length} connections authenticated as ${keys.map((k) => getPublicKey(k).slice(0, 8)).join(', ')}`);
     await publishPhase(conns, warmup);
+    const cpuBefore = { relay: processCpuSeconds(env.relayPid), bench: process.cpuUsage() };
     const { result, seconds } = await publishPhase(conns, events);
+    const relayCpu = processCpuSeconds(env.relayPid) - cpuBefore.relay;
+    const benchCpu = cpuSeconds(process.cpuUsage(cpuBefore.bench));
     conns.forEach((c) => c.close());
     const stored = await storedCount(env.writerUrl, events);
     logLine(`relay: ${result.accepted}/${EVENTS} accepted in ${round(seconds)} s; stored rows ${stored}`);
@@ -121,6 +128,8 @@ async function main(): Promise<number> {
       ok_p90_ms: ok.p90,
       ok_p99_ms: ok.p99,
       ok_max_ms: ok.max,
+      relay_cpu_ms_per_event: round((relayCpu * 1000) / result.accepted, 3),
+      client_cpu_ms_per_event: round((benchCpu * 1000) / result.accepted, 3),
       baseline_rows: baseline.stored,
       baseline_seconds: round(baseline.run.seconds, 3),
       baseline_rows_per_s: round(baselinePerS, 1),

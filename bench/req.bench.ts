@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import type { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
-import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { logLine, processCpuSeconds, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
 
@@ -155,6 +155,8 @@ async function firstSqlIds(url: string, communityId: string, shape: Shape): Prom
 interface Timed {
   seconds: number;
   latenciesMs: number[];
+  /** CPU seconds the relay process used during the run (relay runs only). */
+  relayCpu?: number;
 }
 
 interface ShapeResult {
@@ -186,6 +188,7 @@ function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
     baseline_p90_ms: s.p90,
     baseline_p99_ms: s.p99,
     ratio: round(reqsPerS / sqlPerS, 3),
+    relay_cpu_ms_per_req: round(((relay.relayCpu ?? Number.NaN) * 1000) / relay.latenciesMs.length, 3),
     relay_shape_sql_queries_per_s: round(relaySql.latenciesMs.length / relaySql.seconds, 1),
     relay_shape_sql_p50_ms: rs.p50,
     relay_shape_sql_p99_ms: rs.p99,
@@ -195,7 +198,9 @@ function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
 async function measureShape(env: BenchEnv, conns: readonly BenchConnection[], communityId: string, shape: Shape): Promise<ShapeResult> {
   await relayRun(conns, shape, WARMUP);
   await sqlRun(env.writerUrl, communityId, shape, WARMUP);
-  const relay = await relayRun(conns, shape, REQS);
+  const cpuBefore = processCpuSeconds(env.relayPid);
+  const relay: RelayRun & Timed = await relayRun(conns, shape, REQS);
+  relay.relayCpu = processCpuSeconds(env.relayPid) - cpuBefore;
   const sql = await sqlRun(env.writerUrl, communityId, shape, REQS);
   const relaySql = await sqlRun(env.writerUrl, communityId, shape, REQS, 'relay');
   const expected = await firstSqlIds(env.writerUrl, communityId, shape);
@@ -209,12 +214,12 @@ function emptyTimed(): Timed {
 }
 
 async function main(): Promise<void> {
-  const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
-  const signStart = process.hrtime.bigint();
-  const events = await signInParallel(keys, seedTemplates());
-  logLine(`signed ${SEED} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
-  const env = await startBenchEnv();
+  const env = await startBenchEnv(); // first: a relay that cannot start fails the run at once
   try {
+    const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
+    const signStart = process.hrtime.bigint();
+    const events = await signInParallel(keys, seedTemplates());
+    logLine(`signed ${SEED} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
     const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
     await seed(env, conns, events);
     const communityId = await communityOf(env.writerUrl);
@@ -226,6 +231,7 @@ async function main(): Promise<void> {
         all[key].seconds += result[key].seconds;
         all[key].latenciesMs.push(...result[key].latenciesMs);
       }
+      all.relay.relayCpu = (all.relay.relayCpu ?? 0) + (result.relay.relayCpu ?? 0);
     }
     console.log(JSON.stringify(resultLine('all', all)));
     conns.forEach((c) => c.close());

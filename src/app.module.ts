@@ -6,6 +6,7 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { RateLimitModule } from './ratelimit/rate-limit.module.js';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module.js';
 import { TenancyModule } from './tenancy/tenancy.module.js';
 
@@ -25,6 +26,7 @@ export class AppModule {
           },
         }),
         MetricsModule,
+        RateLimitModule,
         DatabaseModule,
         TenancyModule,
         SubscriptionsModule,

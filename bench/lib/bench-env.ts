@@ -8,7 +8,7 @@
  * without code changes, e.g. `BUZZ_DB_POOL_SIZE=40 node dist/bench/ingest.bench.js`.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
@@ -202,6 +202,20 @@ export function summarize(samplesMs: readonly number[]): LatencySummary {
 export function round(value: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
+}
+
+/**
+ * CPU seconds (user + system, all threads) a process has used so far, from /proc/PID/stat
+ * (Linux; clock ticks assumed 100/s). NaN where /proc is unavailable.
+ */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (fields 14 and 15)
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** Seconds elapsed since `start` (a process.hrtime.bigint() reading). */

@@ -1,55 +1,67 @@
 /**
  * The HTTP bridge: `POST /query` and `POST /count`. Bodies arrive as raw text
- * (NIP-98 hashes the exact bytes); this controller parses them, binds the
- * tenant, authenticates and hands off. Failures are thrown and mapped to status
- * and body by DatabaseErrorFilter.
+ * (NIP-98 hashes the exact bytes); this controller binds the tenant,
+ * authenticates, applies the quota and the relay-membership gate, parses the
+ * filters and hands off. Failures are thrown and mapped to status and body by
+ * DatabaseErrorFilter.
  */
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Body, Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpAuthService } from '../auth/http-auth.service.js';
+import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventQueryService } from '../events/event-query.service.js';
-import { communityWide } from '../events/read-scope.js';
+import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { RateLimitService } from '../ratelimit/rate-limit.service.js';
+import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
-
-interface BoundRequest {
-  readonly communityId: string;
-  readonly pubkey: string;
-  readonly filters: NostrFilter[];
-}
+import { BridgeQueryService, BridgeReader } from './bridge-query.service.js';
 
 @Controller()
 export class BridgeController {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly tenancy: TenancyService,
     private readonly auth: HttpAuthService,
+    private readonly limits: RateLimitService,
+    private readonly moderation: ModerationRepository,
+    private readonly bridge: BridgeQueryService,
+    private readonly access: ReadAccessService,
     private readonly queries: EventQueryService,
   ) {}
 
   @Post('query')
   @HttpCode(200)
   async query(@Req() req: FastifyRequest, @Body() body: unknown): Promise<NostrEvent[]> {
-    const { communityId, filters } = await this.bind(req, body, true);
-    const out: NostrEvent[] = [];
-    for await (const batch of this.queries.history(communityWide(communityId), filters, false)) out.push(...batch);
-    return out;
+    const { reader, filters } = await this.bind(req, body, true);
+    return this.bridge.query(reader, filters);
   }
 
   @Post('count')
   @HttpCode(200)
   async count(@Req() req: FastifyRequest, @Body() body: unknown): Promise<{ count: number }> {
-    const { communityId, filters } = await this.bind(req, body, false);
-    return { count: await this.queries.count(communityWide(communityId), filters) };
+    const { reader, filters } = await this.bind(req, body, false);
+    const gate = this.access.gate(filters, reader.pubkey, 'count');
+    if (gate) throw new HttpError(403, gate.reason);
+    let total = 0;
+    for (const f of filters) {
+      const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
+      if (scope) total += await this.queries.count(scope, [f]);
+    }
+    return { count: total };
   }
 
-  private async bind(req: FastifyRequest, body: unknown, extensions: boolean): Promise<BoundRequest> {
+  private async bind(req: FastifyRequest, body: unknown, extensions: boolean): Promise<{ reader: BridgeReader; filters: NostrFilter[] }> {
     const tenant = await this.tenancy.resolve(req.headers.host);
     if (!tenant.ok) throw new HttpError(404, UNKNOWN_HOST_MESSAGE);
+    const communityId = tenant.community.id;
     const rawBody = typeof body === 'string' ? body : '';
     const pubkey = await this.auth.authenticate({
-      communityId: tenant.community.id,
+      communityId,
       host: tenant.host,
       path: req.url.split('?')[0],
       method: req.method,
@@ -57,7 +69,15 @@ export class BridgeController {
       authorization: header(req, 'authorization'),
       xPubkey: header(req, 'x-pubkey'),
     });
-    return { communityId: tenant.community.id, pubkey, filters: parseBridgeFilters(rawBody, extensions) };
+    const quota = this.limits.http(communityId, pubkey);
+    if (!quota.allowed) throw new HttpError(429, quotaMessage(quota.retryAfterSecs));
+    if (this.config.requireRelayMembership && !(await this.moderation.isRelayMember(communityId, pubkey))) {
+      throw new HttpError(403, 'relay_membership_required', {
+        error: 'relay_membership_required',
+        message: 'You must be a relay member to access this relay',
+      });
+    }
+    return { reader: { communityId, pubkey }, filters: parseBridgeFilters(rawBody, extensions) };
   }
 }
 

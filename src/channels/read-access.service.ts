@@ -32,16 +32,26 @@ export class ReadAccessService {
       if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
       const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false };
       if (allowed.length === 1) return { ok: true, scope, singleChannel: true };
-      return this.gated(filters, pubkey, wording) ?? { ok: true, scope, singleChannel: false };
+      return this.gate(filters, pubkey, wording) ?? { ok: true, scope, singleChannel: false };
     }
-    const gate = this.gated(filters, pubkey, wording);
+    const gate = this.gate(filters, pubkey, wording);
     if (gate) return gate;
     const accessible = await this.access.accessible(communityId, pubkey);
     return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true }, singleChannel: false };
   }
 
+  /** Per-filter scope for the bridge: a filter whose requested channels are all inaccessible yields undefined (skipped). */
+  async filterScope(communityId: string, pubkey: string, filter: NostrFilter): Promise<ReadScope | undefined> {
+    const requested = filter.tags.h;
+    if (!requested || requested.length === 0) {
+      return { communityId, channels: [...(await this.access.accessible(communityId, pubkey))], includeGlobal: true };
+    }
+    const allowed = await this.access.authorize(communityId, pubkey, [...new Set(requested.map((h) => h.toLowerCase()).filter((h) => UUID.test(h)))]);
+    return allowed.length === 0 ? undefined : { communityId, channels: allowed, includeGlobal: false };
+  }
+
   /** Sensitive-kind gates for reads that are not pinned to one channel. */
-  private gated(filters: readonly NostrFilter[], pubkey: string, wording: GateWording): { ok: false; reason: string } | undefined {
+  gate(filters: readonly NostrFilter[], pubkey: string, wording: GateWording): { ok: false; reason: string } | undefined {
     for (const f of filters) {
       const kinds = f.kinds;
       const canMatch = (set: ReadonlySet<number>) => (kinds === undefined ? true : kinds.some((k) => set.has(k)));

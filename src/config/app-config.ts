@@ -56,6 +56,8 @@ export interface AppConfig {
   /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
   readonly defaultCommunityHosts: readonly string[];
   readonly verifierThreads: number;
+  /** Hex secret key the relay signs overlays with; undefined = random per process. */
+  readonly relayPrivateKey: string | undefined;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -108,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     requireAuthToken: r.bool('BUZZ_REQUIRE_AUTH_TOKEN', false),
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
+    relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
   };
   r.throwIfInvalid();
   return deepFreeze(config);

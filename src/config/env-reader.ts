@@ -65,6 +65,17 @@ export class EnvReader {
     return raw.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0);
   }
 
+  /** A 64-hex secret; never echoed. */
+  hex64(name: string): string | undefined {
+    const raw = this.raw(name)?.toLowerCase();
+    if (raw === undefined) return undefined;
+    if (!/^[0-9a-f]{64}$/.test(raw)) {
+      this.fail(name, 'must be 64 hex characters (a 32-byte secret key)');
+      return undefined;
+    }
+    return raw;
+  }
+
   url(name: string, fallback: string, protocols: readonly string[]): string {
     return this.optionalUrl(name, protocols) ?? fallback;
   }

@@ -1,9 +1,25 @@
-import { Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
+import { ConfigModule } from '../config/config.module.js';
+import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
+import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
 import { DatabaseService } from './database.service.js';
 
+const PROVIDERS = [DatabaseMetrics, DatabaseService, ReplicaFenceService, RoutedReader];
+
+/**
+ * The database layer: pools, the replica fence and the RoutedReader. It needs only the
+ * APP_CONFIG provider, so any Nest host can use routed reads without the relay's transports:
+ *
+ *   imports: [DatabaseModule.forRoot(config)]   // then: await app.get(DatabaseService).start()
+ *
+ * The relay imports the plain module next to its global ConfigModule.
+ */
 @Global()
-@Module({
-  providers: [DatabaseService],
-  exports: [DatabaseService],
-})
-export class DatabaseModule {}
+@Module({ providers: PROVIDERS, exports: PROVIDERS })
+export class DatabaseModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return { module: DatabaseModule, global: true, imports: [ConfigModule.forRoot(config)], providers: PROVIDERS, exports: PROVIDERS };
+  }
+}

@@ -1,19 +1,22 @@
+import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
+import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } from '../metrics/database-metrics.service.js';
 import { DB } from './database.types.js';
 import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
-import { createReaderPool, createWriterPool, endPool, WRITER_POOL_MIN } from './pools.js';
+import { createProbePool, createReaderPool, createWriterPool, endPool, isPoolTimeout, WRITER_POOL_MIN } from './pools.js';
 
 export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 
 /**
- * Owns the writer and reader pools and their Kysely handles. The writer is
- * connected eagerly (start-up fails without it); the reader is lazy and a boot
- * ping only logs, so a replica that is down never blocks start-up.
+ * Owns the writer, reader and fence-probe pools and their Kysely handles. The writer is
+ * connected eagerly (start-up fails without it); the reader is lazy and a boot ping only
+ * logs, so a replica that is down never blocks start-up. The probe pool is created on first
+ * use by the replica fence and is never used for serving traffic.
  */
 @Injectable()
 export class DatabaseService implements OnApplicationShutdown {
@@ -23,20 +26,31 @@ export class DatabaseService implements OnApplicationShutdown {
   readonly writer: Kysely<DB>;
   readonly reader: Kysely<DB> | undefined;
   private readerState: ReaderState;
+  private probe: Pool | undefined;
+  private readonly startHooks: Array<() => Promise<unknown>> = [];
+  private readonly onPoolError: (role: string, err: Error) => void;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: DatabaseMetrics,
+  ) {
     const db = config.database;
     if (!db.url) throw new Error('DATABASE_URL is not set and no embedded database was started');
-    const onError = (role: string, err: Error) =>
+    this.onPoolError = (role: string, err: Error) =>
       this.logger.warn({ poolRole: role, err: err.message, code: (err as { code?: string }).code }, 'idle database connection failed');
-    this.writerPool = createWriterPool(db, db.url, onError);
+    this.writerPool = createWriterPool(db, db.url, this.onPoolError);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
-    this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, onError) : undefined;
+    this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, this.onPoolError) : undefined;
     this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
   }
 
-  /** Called once by main before the app listens. */
+  /** Work to run at the end of start(), after the migration decision (the fence probe's boot gate). */
+  afterStart(hook: () => Promise<unknown>): void {
+    this.startHooks.push(hook);
+  }
+
+  /** Called once by main before the app listens (or by any host of the database layer). */
   async start(): Promise<void> {
     await this.connectWriter();
     if (this.config.database.autoMigrate) {
@@ -48,10 +62,42 @@ export class DatabaseService implements OnApplicationShutdown {
     );
     if (created.length > 0) this.logger.log({ partitions: created }, 'created partitions');
     void this.pingReader();
+    for (const hook of this.startHooks) await hook();
   }
 
   getReaderState(): ReaderState {
     return this.readerState;
+  }
+
+  /** The fence probe's lazy one-connection pool (seed 001). Only the replica fence calls this. */
+  probePool(): Pool {
+    this.probe ??= createProbePool(this.config.database.url as string, this.onPoolError);
+    return this.probe;
+  }
+
+  /** An instrumented serving-writer checkout (§6.2). The caller releases it. */
+  acquireWriter(operation: WriterOperation): Promise<PoolClient> {
+    return this.acquire(this.writerPool, { poolRole: 'writer', operation }, false);
+  }
+
+  /** An instrumented reader checkout; emits the legacy families too (§6.2). */
+  acquireReader(operation: ReaderPoolOperation): Promise<PoolClient> {
+    if (!this.readerPool) return Promise.reject(new Error('no reader pool configured'));
+    return this.acquire(this.readerPool, { poolRole: 'reader', operation }, true);
+  }
+
+  /** §3.3: every connection the reader may hold exists and none is idle. */
+  readerSaturated(): boolean {
+    const p = this.readerPool;
+    return p !== undefined && p.totalCount >= this.config.database.readPoolSize && p.idleCount === 0;
+  }
+
+  poolSamples(): { writer: PoolSample; reader?: PoolSample } {
+    const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
+    return {
+      writer: sample(this.writerPool, this.config.database.poolSize),
+      reader: this.readerPool ? sample(this.readerPool, this.config.database.readPoolSize) : undefined,
+    };
   }
 
   /** Readiness: acquire plus SELECT 1 on the writer within a deadline. */
@@ -61,8 +107,22 @@ export class DatabaseService implements OnApplicationShutdown {
   }
 
   async pingReader(timeoutMs = 2000): Promise<ReaderState> {
-    if (!this.reader) return 'absent';
-    const ok = await raceTimeout(sql`select 1`.execute(this.reader).then(() => true, () => false), timeoutMs, false);
+    if (!this.readerPool) return 'absent';
+    const ping = async (): Promise<boolean> => {
+      const client = await this.acquireReader('bootstrap');
+      try {
+        const { rows } = await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby');
+        if (this.readerState === 'unknown' && rows[0]?.standby === false) {
+          this.logger.warn('READ_DATABASE_URL points at a server that is not in recovery (not a standby)');
+        }
+        client.release();
+        return true;
+      } catch (err) {
+        client.release(err as Error);
+        return false;
+      }
+    };
+    const ok = await raceTimeout(ping().catch(() => false), timeoutMs, false);
     const previous = this.readerState;
     this.readerState = ok ? 'reachable' : 'unreachable';
     if (previous === 'unknown') {
@@ -73,7 +133,25 @@ export class DatabaseService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([endPool(this.writerPool), this.readerPool ? endPool(this.readerPool) : Promise.resolve(true)]);
+    await Promise.all([
+      endPool(this.writerPool),
+      this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
+      this.probe ? endPool(this.probe) : Promise.resolve(true),
+    ]);
+  }
+
+  private async acquire(pool: Pool, what: Parameters<DatabaseMetrics['acquireBegin']>[0], legacy: boolean): Promise<PoolClient> {
+    const started = performance.now();
+    this.metrics.acquireBegin(what);
+    try {
+      const client = await pool.connect();
+      this.metrics.acquireEnd(what, 'success', (performance.now() - started) / 1000, legacy);
+      return client;
+    } catch (err) {
+      const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
+      this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', (performance.now() - started) / 1000, legacy);
+      throw err;
+    }
   }
 
   /** Opens the writer pool's minimum connections so a bad writer fails start-up. */

@@ -5,7 +5,7 @@
  * `committedAt` is captured before the UPDATE round trip, so ages over-estimate.
  */
 import { performance } from 'node:perf_hooks';
-import { Span, trace } from '@opentelemetry/api';
+import { Span } from '@opentelemetry/api';
 import { Pool, PoolClient } from 'pg';
 import { CREATED_AT_FLOOR_SECS, FENCE_CLOCK_MARGIN_SECS, REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
 import { isPoolTimeout } from '../database/pools.js';
@@ -52,7 +52,6 @@ export class ProbeError extends Error {
   }
 }
 
-const tracer = trace.getTracer('buzz-relay-datastore');
 const WALL_OFFSET_MS = (CREATED_AT_FLOOR_SECS + FENCE_CLOCK_MARGIN_SECS) * 1000;
 
 /** `wall = min(oldest xact start, S) − 960 s − 5 s`, in writer-clock epoch ms. */
@@ -74,9 +73,13 @@ export async function probeOnce(pool: Pool, metrics: DatabaseMetrics, span: Span
     }, PROBE_DEADLINE_MS);
   });
   const beat = (async () => {
-    client = await acquire(pool, metrics, timings);
-    if (expired) throw new ProbeError('deadline', 'probe deadline expired during acquire', timings);
-    return runBeat(client, metrics, timings);
+    const acquired = await acquire(pool, metrics, timings);
+    if (expired) {
+      acquired.release();
+      throw new ProbeError('deadline', 'probe deadline expired during acquire', timings);
+    }
+    client = acquired;
+    return runBeat(acquired, metrics, timings);
   })();
   beat.catch(() => undefined);
   try {
@@ -87,8 +90,7 @@ export async function probeOnce(pool: Pool, metrics: DatabaseMetrics, span: Span
     const failure = err instanceof ProbeError ? err : classify(err, timings);
     span.setAttribute('error_kind', failure.kind);
     // A failed beat's session may still hold the exclusive lock or sit mid-transaction: destroy it.
-    if (client) client.release(failure);
-    else void beat.then((c) => c, () => undefined);
+    client?.release(failure);
     throw failure;
   } finally {
     clearTimeout(timer);
@@ -200,4 +202,3 @@ function classify(err: unknown, timings: ProbeTimings): ProbeError {
   return new ProbeError('other', message, timings, code);
 }
 
-export { tracer as probeTracer };

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { RateLimitService } from '../ratelimit/rate-limit.service.js';
+import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
@@ -11,6 +13,7 @@ export class EventHandler {
     private readonly ingest: IngestService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
+    private readonly limits: RateLimitService,
   ) {}
 
   async handle(conn: RelayConnection, raw: unknown): Promise<void> {
@@ -20,6 +23,11 @@ export class EventHandler {
     if (pre) {
       this.metrics.eventsRejected.inc({ transport: 'ws', reason: pre.startsWith('auth-required') ? 'auth' : 'invalid' });
       conn.send(['OK', id, false, pre]);
+      return;
+    }
+    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT');
+    if (!quota.allowed) {
+      conn.send(['OK', id, false, quotaMessage(quota.retryAfterSecs)]);
       return;
     }
     const started = process.hrtime.bigint();

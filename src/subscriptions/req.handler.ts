@@ -14,6 +14,8 @@ import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { RateLimitService } from '../ratelimit/rate-limit.service.js';
+import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
@@ -27,6 +29,7 @@ export class ReqHandler {
     private readonly readAccess: ReadAccessService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
+    private readonly limits: RateLimitService,
   ) {}
 
   async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
@@ -38,6 +41,11 @@ export class ReqHandler {
     }
     if (!conn.subscriptions.has(subId) && conn.subscriptions.size >= MAX_SUBSCRIPTIONS) {
       conn.send(['CLOSED', subId, 'error: too many subscriptions']);
+      return;
+    }
+    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'REQ');
+    if (!quota.allowed) {
+      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
       return;
     }
     const scope = await this.resolveScope(conn, subId, filters, 'req');
@@ -56,6 +64,11 @@ export class ReqHandler {
     await conn.pendingAuth;
     if (conn.authState !== 'authenticated') {
       conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
+      return;
+    }
+    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'COUNT');
+    if (!quota.allowed) {
+      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
       return;
     }
     const scope = await this.resolveScope(conn, subId, filters, 'count');

@@ -31,6 +31,15 @@ export class CommunityRepository {
     return r ? { id: r.id, host: r.host, archived: r.archived } : undefined;
   }
 
+  async settings(communityId: string): Promise<{ threadRepliesInChannel: boolean }> {
+    const row = await this.db.writer
+      .selectFrom('communities')
+      .select('thread_replies_in_channel')
+      .where('id', '=', communityId)
+      .executeTakeFirst();
+    return { threadRepliesInChannel: row?.thread_replies_in_channel ?? false };
+  }
+
   /** Creates a community for the first host with the others as aliases; idempotent. */
   async ensureCommunity(hosts: readonly string[], name: string): Promise<string> {
     const [primary, ...aliases] = hosts;

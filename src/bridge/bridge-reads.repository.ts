@@ -1,0 +1,196 @@
+/**
+ * SQL of the bridge branches: channel window, aux closure, thread summaries,
+ * feeds, thread replies and full-text search. Each method takes the Kysely
+ * handle to run on, so the caller decides writer or routed reader.
+ */
+import { Injectable } from '@nestjs/common';
+import { Kysely, sql } from 'kysely';
+import { NostrEvent } from '../common/nostr.types.js';
+import { DB } from '../database/database.types.js';
+import { ReadScope } from '../events/read-scope.js';
+import { EventRow, rowToEvent } from '../events/stored-event.js';
+
+const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
+
+export interface WindowQuery {
+  readonly channelId: string;
+  readonly limit: number;
+  readonly kinds: readonly number[] | undefined;
+  readonly cursor: { until: number; beforeId: string } | undefined;
+  readonly repliesInChannel: boolean;
+}
+
+export interface ThreadSummary {
+  readonly rootId: string;
+  readonly replyCount: number;
+  readonly descendantCount: number;
+  readonly lastReplyAt: number | null;
+  readonly participants: string[];
+}
+
+@Injectable()
+export class BridgeReadsRepository {
+  /** One page of top-level channel rows (plus one sentinel row for has_more). */
+  async channelWindow(db: Kysely<DB>, communityId: string, q: WindowQuery): Promise<NostrEvent[]> {
+    const kinds = q.kinds ? sql`and e.kind = any(${q.kinds as number[]}::int[])` : sql``;
+    const cursor = q.cursor
+      ? sql`and (e.created_at < to_timestamp(${q.cursor.until}) or (e.created_at = to_timestamp(${q.cursor.until}) and e.id > decode(${q.cursor.beforeId}, 'hex')))`
+      : sql``;
+    const rowPredicate = q.repliesInChannel ? sql`true` : sql`(t.depth is null or t.depth = 0 or (t.depth = 1 and t.broadcast))`;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS}
+        from events e
+        left join thread_metadata t
+          on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
+       where e.community_id = ${communityId}::uuid and e.channel_id = ${q.channelId}::uuid and e.deleted_at is null
+         ${kinds} ${cursor} and ${rowPredicate}
+       order by e.created_at desc, e.id asc
+       limit ${q.limit + 1}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+
+  /**
+   * Events of `kinds` whose `e` tags reference any of `targetIds`, in scope.
+   * The id set sits behind a MATERIALIZED CTE and is matched with `@> ANY(...)`,
+   * so the planner probes the GIN tags index once per id instead of walking the
+   * primary key backwards (seed 002). Drained along the (created_at, id) keyset.
+   */
+  async referencing(db: Kysely<DB>, scope: ReadScope, targetIds: readonly string[], kinds: readonly number[], pageSize = 1000, maxPages = 64): Promise<NostrEvent[]> {
+    if (targetIds.length === 0) return [];
+    const out: NostrEvent[] = [];
+    let after: { at: number; id: string } | undefined;
+    for (let page = 0; page < maxPages; page++) {
+      const keyset = after ? sql`and (e.created_at > to_timestamp(${after.at}) or (e.created_at = to_timestamp(${after.at}) and e.id > decode(${after.id}, 'hex')))` : sql``;
+      const { rows } = await sql<EventRow>`
+        with probes as materialized (
+          select jsonb_build_array(jsonb_build_array('e', t)) as probe from unnest(${targetIds as string[]}::text[]) as t
+        )
+        select ${EVENT_COLUMNS} from events e
+         where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
+           and e.kind = any(${kinds as number[]}::int[])
+           and e.tags @> any(array(select probe from probes))
+           and ${scopeSql(scope)} ${keyset}
+         order by e.created_at asc, e.id asc
+         limit ${pageSize}`.execute(db);
+      out.push(...rows.map(rowToEvent));
+      if (rows.length < pageSize) break;
+      const last = out[out.length - 1];
+      after = { at: last.created_at, id: last.id };
+    }
+    return out;
+  }
+
+  async threadSummaries(db: Kysely<DB>, communityId: string, rows: readonly NostrEvent[]): Promise<ThreadSummary[]> {
+    if (rows.length === 0) return [];
+    const { rows: found } = await sql<{ root: Buffer; reply_count: number; descendant_count: number; last_reply_at: string | null; participants: string[] | null }>`
+      select t.event_id as root, t.reply_count, t.descendant_count,
+             extract(epoch from t.last_reply_at)::bigint as last_reply_at,
+             (select array_agg(p.pk) from (
+                select encode(r.pubkey, 'hex') as pk, max(r.created_at) as latest
+                  from thread_metadata d join events r
+                    on r.community_id = d.community_id and r.created_at = d.event_created_at and r.id = d.event_id
+                 where d.community_id = t.community_id and d.root_event_id = t.event_id and r.deleted_at is null
+                 group by r.pubkey order by latest desc limit 10) p) as participants
+        from thread_metadata t
+       where t.community_id = ${communityId}::uuid
+         and (t.event_created_at, t.event_id) in (select to_timestamp(u.at), decode(u.id, 'hex')
+                                                  from unnest(${rows.map((r) => r.created_at)}::bigint[], ${rows.map((r) => r.id)}::text[]) as u(at, id))
+         and t.descendant_count > 0`.execute(db);
+    return found.map((r) => ({
+      rootId: r.root.toString('hex'),
+      replyCount: r.reply_count,
+      descendantCount: r.descendant_count,
+      lastReplyAt: r.last_reply_at === null ? null : Number(r.last_reply_at),
+      participants: r.participants ?? [],
+    }));
+  }
+
+  /** Events that p-tag the reader, newest first; `unanswered` keeps those the reader has not replied or reacted to. */
+  async mentions(db: Kysely<DB>, scope: ReadScope, reader: string, since: number | undefined, limit: number, unanswered: boolean): Promise<NostrEvent[]> {
+    const sinceSql = since !== undefined ? sql`and m.event_created_at >= to_timestamp(${since})` : sql``;
+    const open = unanswered
+      ? sql`and not exists (
+              select 1 from events a
+               where a.community_id = e.community_id and a.pubkey = decode(${reader}, 'hex') and a.deleted_at is null
+                 and a.created_at >= e.created_at and a.tags @> jsonb_build_array(jsonb_build_array('e', encode(e.id, 'hex'))))`
+      : sql``;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from event_mentions m
+        join events e on e.community_id = m.community_id and e.id = m.event_id and e.created_at = m.event_created_at
+       where m.community_id = ${scope.communityId}::uuid and m.pubkey_hex = ${reader} and e.deleted_at is null
+         and e.pubkey <> decode(${reader}, 'hex') and ${scopeSql(scope)} ${sinceSql} ${open}
+       order by m.event_created_at desc, e.id asc
+       limit ${limit}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+
+  /** Recent events in the reader's accessible channels. */
+  async activity(db: Kysely<DB>, scope: ReadScope, since: number | undefined, limit: number): Promise<NostrEvent[]> {
+    if (scope.channels !== 'any' && scope.channels.length === 0) return [];
+    const sinceSql = since !== undefined ? sql`and e.created_at >= to_timestamp(${since})` : sql``;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from events e
+       where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.channel_id is not null
+         and ${scopeSql(scope)} ${sinceSql}
+       order by e.created_at desc, e.id asc
+       limit ${limit}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+
+  /** Replies under a root, walking forward from an optional (created_at, id) cursor. */
+  async threadReplies(
+    db: Kysely<DB>,
+    scope: ReadScope,
+    rootId: string,
+    depthLimit: number,
+    cursor: { at: number; id: string | undefined } | undefined,
+    limit: number,
+  ): Promise<NostrEvent[]> {
+    const after = cursor
+      ? cursor.id
+        ? sql`and (e.created_at > to_timestamp(${cursor.at}) or (e.created_at = to_timestamp(${cursor.at}) and e.id > decode(${cursor.id}, 'hex')))`
+        : sql`and e.created_at > to_timestamp(${cursor.at})`
+      : sql``;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from thread_metadata t
+        join events e on e.community_id = t.community_id and e.created_at = t.event_created_at and e.id = t.event_id
+       where t.community_id = ${scope.communityId}::uuid and t.root_event_id = decode(${rootId}, 'hex')
+         and t.depth between 1 and ${depthLimit} and e.deleted_at is null and ${scopeSql(scope)} ${after}
+       order by e.created_at asc, e.id asc
+       limit ${limit}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+
+  /** Full-text search: ids in relevance order, then hydrated rows in that order. */
+  async search(db: Kysely<DB>, scope: ReadScope, text: string, prefix: boolean, filter: { kinds?: number[]; authors?: string[]; since?: number; until?: number }, limit: number, offset: number): Promise<NostrEvent[]> {
+    const query = prefix ? sql`to_tsquery('simple', ${prefixQuery(text)})` : sql`websearch_to_tsquery('simple', ${text})`;
+    if (prefix && prefixQuery(text) === '') return [];
+    const kinds = filter.kinds ? sql`and e.kind = any(${filter.kinds}::int[])` : sql``;
+    const authors = filter.authors ? sql`and e.pubkey = any(${filter.authors.map((a) => Buffer.from(a, 'hex'))}::bytea[])` : sql``;
+    const since = filter.since !== undefined ? sql`and e.created_at >= to_timestamp(${filter.since})` : sql``;
+    const until = filter.until !== undefined ? sql`and e.created_at <= to_timestamp(${filter.until})` : sql``;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from events e
+       where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
+         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until}
+       order by ts_rank(e.search_tsv, ${query}) desc, e.created_at desc, e.id asc
+       limit ${limit} offset ${offset}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+}
+
+export function scopeSql(scope: ReadScope) {
+  if (scope.channels === 'any') return scope.includeGlobal ? sql`true` : sql`e.channel_id is not null`;
+  const ids = scope.channels as string[];
+  return scope.includeGlobal ? sql`(e.channel_id is null or e.channel_id = any(${ids}::uuid[]))` : sql`e.channel_id = any(${ids}::uuid[])`;
+}
+
+/** Each word becomes a prefix term: `hel wor` → `hel:* & wor:*`; punctuation is dropped. */
+export function prefixQuery(text: string): string {
+  return text
+    .split(/\s+/)
+    .map((w) => w.replace(/[^\p{L}\p{N}_]/gu, ''))
+    .filter((w) => w.length > 0)
+    .map((w) => `${w}:*`)
+    .join(' & ');
+}

@@ -1,0 +1,204 @@
+/**
+ * ReplicaFenceService: boot gating, the probe loop and the fence gauges (database.md §4).
+ * The probe runs only with a reader configured and a verified floor guard; it beats on its own
+ * one-connection pool (seed 001), never on a serving writer connection.
+ */
+import { performance } from 'node:perf_hooks';
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { DatabaseService } from '../database/database.service.js';
+import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
+import { datastoreSpan } from '../metrics/datastore-span.js';
+import { probeOnce, ProbeError, ProbeSample, rotateEpoch } from './fence-probe.js';
+import { verifyFloorGuardBehavior, verifyFloorGuardCatalog } from './floor-guard-verifier.js';
+import { ProbeFailureLog } from './probe-failure-log.js';
+import { ProofRing } from './proof-ring.js';
+import { readBudgetWarning } from './replica-fence.constants.js';
+
+export type FenceState = 'disabled' | 'unverified' | 'running' | 'stopped';
+
+@Injectable()
+export class ReplicaFenceService implements OnApplicationShutdown {
+  readonly ring = new ProofRing();
+  private readonly logger = new Logger('ReplicaFence');
+  private readonly failures = new ProbeFailureLog();
+  private state: FenceState = 'disabled';
+  private timer: NodeJS.Timeout | undefined;
+  private sampler: NodeJS.Timeout | undefined;
+  private lastBeatAt: number | undefined;
+  private beats = 0;
+  private running: Promise<void> | undefined;
+  private readonly beatWaiters = new Set<() => void>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: DatabaseService,
+    private readonly metrics: DatabaseMetrics,
+  ) {
+    db.afterStart(() => this.spawn());
+  }
+
+  getState(): FenceState {
+    return this.state;
+  }
+
+  /** Successful beats since start (tests wait on this instead of sleeping). */
+  beatCount(): number {
+    return this.beats;
+  }
+
+  /** Resolves after `n` more successful beats, or rejects after timeoutMs. */
+  waitForBeats(n: number, timeoutMs = 10_000): Promise<void> {
+    const target = this.beats + n;
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.beats < target) return;
+        this.beatWaiters.delete(check);
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        this.beatWaiters.delete(check);
+        reject(new Error(`no ${n} fence beats within ${timeoutMs} ms (state ${this.state})`));
+      }, timeoutMs);
+      this.beatWaiters.add(check);
+    });
+  }
+
+  /**
+   * §4.1: returns true when the probe loop was started. Called by DatabaseService.start()
+   * after the migration decision. Failures are logged; the fence stays closed.
+   */
+  async spawn(): Promise<boolean> {
+    const hasReader = this.db.readerPool !== undefined;
+    const warning = readBudgetWarning(this.config.replica.readMaxAgeMs, this.config.replica.probeIntervalMs, hasReader);
+    if (warning) this.logger.warn(warning);
+    this.startSampler();
+    if (!hasReader) return false;
+    try {
+      await this.verifyFloorGuard();
+    } catch (err) {
+      this.state = 'unverified';
+      this.logger.error({ err: (err as Error).message }, 'replica fence floor guard verification failed; fence stays closed and routed reads use the writer');
+      return false;
+    }
+    this.state = 'running';
+    this.schedule(0);
+    return true;
+  }
+
+  async verifyFloorGuard(): Promise<void> {
+    const client = await this.db.acquireWriter('bootstrap');
+    try {
+      await datastoreSpan(this.metrics, 'replica_fence_verify_catalog', () => verifyFloorGuardCatalog(client));
+      await datastoreSpan(this.metrics, 'replica_fence_verify_behavior', () => verifyFloorGuardBehavior(client));
+      client.release();
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+  }
+
+  /** One beat, recorded into the ring. Exposed for tests; the loop calls it. */
+  async beat(): Promise<ProbeSample | ProbeError> {
+    const started = performance.now();
+    const gap = this.lastBeatAt === undefined ? undefined : started - this.lastBeatAt;
+    this.lastBeatAt = started;
+    return datastoreSpan(this.metrics, 'replica_fence_probe', async (span) => {
+      if (gap !== undefined) span.setAttribute('beat_gap_ms', Math.round(gap));
+      const outcome = await probeOnce(this.db.probePool(), this.metrics, span).catch((err: unknown) =>
+        err instanceof ProbeError ? err : new ProbeError('other', String(err), {}),
+      );
+      const t = outcome.timings;
+      for (const [k, v] of [['acquire_ms', t.acquireMs], ['lock_ms', t.lockMs], ['scan_ms', t.scanMs], ['heartbeat_ms', t.heartbeatMs], ['commit_ms', t.commitMs]] as const) {
+        if (v !== undefined) span.setAttribute(k, Math.round(v));
+      }
+      if (outcome instanceof ProbeError) {
+        this.onFailure(outcome);
+        throw outcome;
+      }
+      span.setAttribute('token', outcome.token.toString());
+      await this.record(outcome);
+      return outcome;
+    }).catch((err: unknown) => (err instanceof ProbeError ? err : new ProbeError('other', String(err), {})));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.state = this.state === 'running' ? 'stopped' : this.state;
+    clearTimeout(this.timer);
+    clearInterval(this.sampler);
+    await this.running;
+  }
+
+  /** Publishes the fence gauges (and pool gauges) now. */
+  sample(): void {
+    const hasReader = this.db.readerPool !== undefined;
+    this.metrics.publishPools(this.db.poolSamples());
+    this.metrics.publishWaiters(hasReader);
+    if (!hasReader) return;
+    const wall = this.ring.verifiedThrough();
+    const age = this.ring.heartbeatAgeMs();
+    const lag = wall === undefined ? undefined : Math.floor((Date.now() - wall) / 1000);
+    this.metrics.publishFence(wall !== undefined, lag, age === undefined ? undefined : age / 1000);
+  }
+
+  private async record(sample: ProbeSample): Promise<void> {
+    const outcome = this.ring.record(sample.token, sample.epoch, sample.committedAt, sample.fenceWall);
+    if (outcome === 'token_regression') {
+      this.logger.warn({ token: sample.token.toString(), epoch: sample.epoch }, 'replica heartbeat token regressed within its epoch (restore?); rotating epoch');
+      const rotated = await rotateEpoch(this.db.probePool());
+      this.ring.record(rotated.token, rotated.epoch, rotated.committedAt, sample.fenceWall);
+    }
+    const ended = this.failures.succeeded();
+    if (ended > 0) this.logger.log({ failures: ended }, 'replica fence probe recovered');
+    this.beats += 1;
+    for (const w of [...this.beatWaiters]) w();
+  }
+
+  private onFailure(err: ProbeError): void {
+    const { consecutiveFailures, warn } = this.failures.failed(performance.now());
+    if (!warn) return;
+    const age = this.ring.heartbeatAgeMs();
+    this.logger.warn(
+      {
+        errorKind: err.kind,
+        consecutiveFailures,
+        heartbeatAgeMs: age === undefined ? null : Math.round(age),
+        ...roundTimings(err.timings),
+        err: err.message,
+      },
+      'replica fence probe failed',
+    );
+  }
+
+  /** Missed ticks are delayed, not burst: the next beat is one interval after the last began. */
+  private schedule(delayMs: number): void {
+    if (this.state !== 'running') return;
+    this.timer = setTimeout(() => {
+      const started = performance.now();
+      this.running = this.beat().then(() => {
+        this.running = undefined;
+        this.schedule(Math.max(0, this.config.replica.probeIntervalMs - (performance.now() - started)));
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private startSampler(): void {
+    this.sample();
+    this.sampler = setInterval(() => this.sample(), this.config.database.poolMetricsIntervalSecs * 1000);
+    this.sampler.unref();
+  }
+}
+
+function roundTimings(t: ProbeError['timings']): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (t.acquireMs !== undefined) out.acquireMs = Math.round(t.acquireMs);
+  if (t.lockMs !== undefined) out.lockMs = Math.round(t.lockMs);
+  if (t.scanMs !== undefined) out.scanMs = Math.round(t.scanMs);
+  if (t.heartbeatMs !== undefined) out.heartbeatMs = Math.round(t.heartbeatMs);
+  if (t.commitMs !== undefined) out.commitMs = Math.round(t.commitMs);
+  return out;
+}
+

@@ -1,0 +1,16 @@
+import { Kysely, PostgresDialect, PostgresPool, PostgresPoolClient } from 'kysely';
+import { PoolClient } from 'pg';
+import { DB } from '../database/database.types.js';
+
+/**
+ * A Kysely handle bound to one checked-out connection: every query of the handle runs on that
+ * connection (and so inside whatever transaction it holds). Releasing stays with the owner.
+ */
+export function kyselyOn(client: PoolClient): Kysely<DB> {
+  const bound: PostgresPoolClient = {
+    query: client.query.bind(client) as PostgresPoolClient['query'],
+    release: () => undefined,
+  };
+  const pool: PostgresPool = { connect: async () => bound, end: async () => undefined };
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,131 @@
+/**
+ * The proved reader transaction (database.md §2.5): one reader checkout, BEGIN REPEATABLE READ
+ * READ ONLY, the heartbeat read as the first statement (it anchors the snapshot every later
+ * statement of the request sees), resolution against the proof ring, then a tighten-only
+ * transaction-local statement deadline (design choice §2.1).
+ */
+import { Logger } from '@nestjs/common';
+import { Kysely } from 'kysely';
+import { PoolClient } from 'pg';
+import { DatabaseService } from '../database/database.service.js';
+import { DB } from '../database/database.types.js';
+import { isPoolTimeout, READER_STATEMENT_TIMEOUT_MS } from '../database/pools.js';
+import type { ReaderPoolOperation } from '../metrics/database-metrics.service.js';
+import { ProofEntry, ProofRing } from '../replica-fence/proof-ring.js';
+import { kyselyOn } from './kysely-on-client.js';
+
+/** Steps 2–4 must finish within this (design choice): a reader that cannot prove in time is wrong, not busy. */
+export const PROOF_DEADLINE_MS = 500;
+
+export type ProofFailure = 'reader_acquire_timeout' | 'reader_validation_error' | 'reader_token_behind' | 'reader_proof_timeout';
+
+export class ReaderTx {
+  readonly db: Kysely<DB>;
+  private released = false;
+
+  constructor(
+    private readonly client: PoolClient,
+    readonly entry: ProofEntry,
+    readonly backend: string,
+  ) {
+    this.db = kyselyOn(client);
+  }
+
+  /** Rolls back and returns the connection; a failed session's connection is destroyed instead. */
+  release(failed = false): void {
+    if (this.released) return;
+    this.released = true;
+    if (failed) {
+      this.client.release(new Error('replica session failed'));
+      return;
+    }
+    this.client.query('ROLLBACK').then(
+      () => this.client.release(),
+      (err: Error) => this.client.release(err),
+    );
+  }
+}
+
+const logger = new Logger('RoutedReader');
+
+/** Per-process Aurora capability answer, cached after the first definitive one. */
+export class AuroraIdentityCache {
+  private supported: boolean | undefined;
+
+  /** Runs outside the request transaction: an undefined-function error would abort it. */
+  async probe(client: PoolClient): Promise<boolean> {
+    if (this.supported !== undefined) return this.supported;
+    try {
+      await client.query('select aurora_db_instance_identifier()');
+      this.supported = true;
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === '42883') this.supported = false;
+      return false;
+    }
+  }
+}
+
+export async function openProvedReader(
+  db: DatabaseService,
+  ring: ProofRing,
+  aurora: AuroraIdentityCache,
+  operation: ReaderPoolOperation,
+): Promise<ReaderTx | ProofFailure> {
+  let client: PoolClient;
+  try {
+    client = await db.acquireReader(operation);
+  } catch (err) {
+    return isPoolTimeout(err) ? 'reader_acquire_timeout' : 'reader_validation_error';
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'reader_proof_timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('reader_proof_timeout'), PROOF_DEADLINE_MS);
+  });
+  const proof = prove(client, ring, aurora);
+  proof.catch(() => undefined);
+  const outcome = await Promise.race([proof, deadline]);
+  clearTimeout(timer);
+  if (outcome instanceof ReaderTx) return outcome;
+  // The connection may be mid-statement or inside an aborted transaction: never pool it again.
+  client.release(new Error(`reader proof failed: ${outcome}`));
+  return outcome;
+}
+
+async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentityCache): Promise<ReaderTx | ProofFailure> {
+  const isAurora = await aurora.probe(client);
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+  } catch (err) {
+    return isPoolTimeout(err) ? 'reader_acquire_timeout' : 'reader_validation_error';
+  }
+  let row: { token: string; epoch: string; backend: string } | undefined;
+  try {
+    const identity = isAurora ? `aurora_db_instance_identifier() || ' @ ' || ` : '';
+    const { rows } = await client.query<{ token: string; epoch: string; backend: string }>(
+      `select token::text as token, epoch::text as epoch,
+              ${identity}coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local') || ' pid=' || pg_backend_pid() as backend
+         from replica_heartbeat where id = 1`,
+    );
+    row = rows[0];
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'reader heartbeat read failed');
+    return 'reader_validation_error';
+  }
+  if (!row) return 'reader_validation_error';
+  const resolved = ring.resolve(BigInt(row.token), row.epoch);
+  if (resolved.kind === 'epoch_mismatch') return 'reader_validation_error';
+  if (resolved.kind === 'token_behind') return 'reader_token_behind';
+  logger.debug({ observedToken: row.token, provedToken: resolved.entry.token.toString(), backend: row.backend }, 'reader session proved fence');
+  try {
+    await client.query(
+      `select set_config('statement_timeout',
+                         case when setting::bigint = 0 or setting::bigint > $1 then $1::text else setting end, true)
+         from pg_settings where name = 'statement_timeout'`,
+      [READER_STATEMENT_TIMEOUT_MS],
+    );
+  } catch {
+    return 'reader_validation_error';
+  }
+  return new ReaderTx(client, resolved.entry, row.backend);
+}

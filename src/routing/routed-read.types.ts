@@ -1,0 +1,40 @@
+import type { RoutePath } from '../metrics/database-metrics.service.js';
+import type { Author } from './recent-writes.js';
+import type { RoutePredicate } from './route-predicate.js';
+import type { ReaderTx } from './reader-tx.js';
+
+/** §2.2: history reads are capped and shed (issue 5); authorization reads always keep the writer fallback. */
+export type ReaderOperation = 'subscription_history' | 'authorization';
+
+export interface RouteRequest {
+  readonly path: RoutePath;
+  readonly predicate: RoutePredicate;
+  /** Defaults to `subscription_history`. */
+  readonly operation?: ReaderOperation;
+  /** Datastore span name (§6.4), e.g. `query_events_routed`. */
+  readonly span?: string;
+  /** Read-your-writes: the author whose acknowledged writes this bounded read must include. */
+  readonly author?: Author;
+}
+
+/**
+ * The outcome of a route decision. A writer decision is already recorded; a replica decision
+ * is recorded by whoever serves the page, so each request records exactly one event.
+ * Rejections (issue 5: history cap, saturated reader) are not a variant here on purpose: they
+ * are thrown as {@link HistoryReadRejected}, so no call site can fall through to the writer.
+ */
+export type RouteDecision =
+  | { readonly target: 'writer' }
+  | { readonly target: 'replica'; readonly tx: ReaderTx; readonly verdict: 'covered' | 'fresh' };
+
+/**
+ * A shed history read (seed 000). Named like a pool timeout so the transports answer it with
+ * their retryable database-unavailable replies (classifyDbError → `unavailable`).
+ */
+export class HistoryReadRejected extends Error {
+  override readonly name = 'PoolTimeoutError';
+
+  constructor(readonly reason: 'history_read_cap' | 'reader_acquire_timeout') {
+    super(`history read rejected: ${reason}`);
+  }
+}

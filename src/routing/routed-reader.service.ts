@@ -1,0 +1,185 @@
+/**
+ * RoutedReader: the one service every read that may go to the replica goes through
+ * (database.md §2.4–§2.8). It decides writer or replica, proves the replica session's
+ * freshness, serves the page, and records exactly one `buzz_db_route_decision` per request.
+ */
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Kysely } from 'kysely';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { DatabaseService } from '../database/database.service.js';
+import { DB } from '../database/database.types.js';
+import { classifyDbError } from '../database/pg-errors.js';
+import { DatabaseMetrics, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
+import { datastoreSpan } from '../metrics/datastore-span.js';
+import { ProofEntry } from '../replica-fence/proof-ring.js';
+import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
+import { kyselyOn } from './kysely-on-client.js';
+import { ReadSession } from './read-session.js';
+import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
+import { RecentWrites } from './recent-writes.js';
+import { RoutePredicate } from './route-predicate.js';
+import { ReaderOperation, RouteDecision, RouteRequest } from './routed-read.types.js';
+
+type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: 'disabled' | 'stale'; spill?: SpillReason };
+
+@Injectable()
+export class RoutedReader {
+  readonly writes = new RecentWrites();
+  private readonly logger = new Logger('RoutedReader');
+  private readonly aurora = new AuroraIdentityCache();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: DatabaseService,
+    private readonly fence: ReplicaFenceService,
+    private readonly metrics: DatabaseMetrics,
+  ) {}
+
+  /** Bounded-read budget B in ms; 0 = off (which also keeps the generic seams dark). */
+  get budgetMs(): number {
+    return this.config.replica.readMaxAgeMs;
+  }
+
+  get routingEnabled(): boolean {
+    return this.budgetMs > 0;
+  }
+
+  get hasReader(): boolean {
+    return this.db.readerPool !== undefined;
+  }
+
+  /**
+   * §2.4. A writer outcome is recorded here; a replica outcome must be recorded by the caller
+   * after serving (read() and session() do). Rejections (issue 5) will be thrown.
+   */
+  async route(req: RouteRequest): Promise<RouteDecision> {
+    if (!this.hasReader) return this.toWriter(req.path, 'disabled');
+    const newest = this.fence.ring.newest();
+    if (newest === undefined) return this.toWriter(req.path, 'uninitialized', 'heartbeat_missing');
+    const pre = this.check(req, newest, 'precheck');
+    if (!pre.ok) return this.toWriter(req.path, pre.reason, pre.spill);
+    // Issue 5: the history-read permit is taken here, after the pre-check and before the acquire.
+    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, req.operation ?? 'subscription_history');
+    if (!(tx instanceof ReaderTx)) {
+      if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
+      return this.toWriter(req.path, tx, tx);
+    }
+    const verdict = this.check(req, tx.entry, 'proved');
+    if (!verdict.ok) {
+      tx.release();
+      return this.toWriter(req.path, 'stale', 'replica_lag');
+    }
+    return { target: 'replica', tx, verdict: verdict.verdict };
+  }
+
+  /** A routed read: one decision, the page on the proved replica session or on the writer. */
+  async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.spanned(req, async () => {
+      const decision = await this.route(req);
+      if (decision.target === 'writer') return this.onWriter(fallbackOperation(req), work);
+      const { tx } = decision;
+      try {
+        const result = await work(tx.db);
+        tx.release();
+        this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
+        return result;
+      } catch (err) {
+        return this.replicaFailed(req, tx, err, () => this.onWriter(fallbackOperation(req), work));
+      }
+    });
+  }
+
+  /**
+   * A routed page plus a request-scoped session for follow-ups on the same snapshot (§2.8).
+   * The caller must release the session.
+   */
+  async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>): Promise<{ page: T; session: ReadSession }> {
+    return this.spanned(req, async () => {
+      const decision = await this.route(req);
+      const writerSession = () => new ReadSession(undefined, this.writerRunner(), this.metrics, this.logger);
+      if (decision.target === 'writer') return { page: await this.onWriter(fallbackOperation(req), page), session: writerSession() };
+      const { tx } = decision;
+      try {
+        const result = await page(tx.db);
+        this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
+        return { page: result, session: new ReadSession(tx, this.writerRunner(), this.metrics, this.logger) };
+      } catch (err) {
+        const result = await this.replicaFailed(req, tx, err, () => this.onWriter(fallbackOperation(req), page));
+        return { page: result, session: writerSession() };
+      }
+    });
+  }
+
+  /** A writer-pinned read (no route decision): strong-consistency and channel-metadata reads. */
+  async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    const client = await this.db.acquireWriter(operation);
+    try {
+      const result = await work(kyselyOn(client));
+      client.release();
+      return result;
+    } catch (err) {
+      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
+      throw err;
+    }
+  }
+
+  private writerRunner() {
+    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.onWriter('subscription_history', work);
+  }
+
+  /** §2.8: a replica 57014 is surfaced (history reads); anything else re-runs on the writer. */
+  private async replicaFailed<T>(req: RouteRequest, tx: ReaderTx, err: unknown, rerun: () => Promise<T>): Promise<T> {
+    if (classifyDbError(err) === 'timeout' && (req.operation ?? 'subscription_history') === 'subscription_history') {
+      tx.release(true);
+      this.metrics.recordRoute(req.path, { decision: 'replica', reason: 'statement_cancelled' });
+      throw err;
+    }
+    this.logger.warn({ path: req.path, backend: tx.backend, err: (err as Error).message }, 'replica read failed; re-running on writer');
+    tx.release(true);
+    this.metrics.recordRoute(req.path, { decision: 'writer', reason: 'replica_error' });
+    return rerun();
+  }
+
+  private check(req: RouteRequest, entry: ProofEntry, stage: 'precheck' | 'proved'): Check {
+    const p: RoutePredicate = req.predicate;
+    switch (p.kind) {
+      case 'bounded':
+        return this.bounded(req, entry);
+      case 'covered':
+        return p.upperMs <= entry.fenceWall ? { ok: true, verdict: 'covered' } : { ok: false, reason: 'stale', spill: 'fence_wall_behind' };
+      case 'covered_post_verified':
+        return { ok: true, verdict: 'covered' };
+      case 'bounded_or_covered':
+        return p.upperMs <= entry.fenceWall ? { ok: true, verdict: 'covered' } : this.bounded(req, entry);
+      default:
+        return assertNever(p, stage);
+    }
+  }
+
+  private bounded(req: RouteRequest, entry: ProofEntry): Check {
+    if (this.budgetMs <= 0) return { ok: false, reason: 'disabled' };
+    const ownWrite = req.author ? this.writes.lastWriteAt(req.author) : undefined;
+    const fresh = this.fence.ring.ageOf(entry) <= this.budgetMs && (ownWrite === undefined || entry.committedAt > ownWrite);
+    return fresh ? { ok: true, verdict: 'fresh' } : { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
+  }
+
+  private toWriter(path: RoutePath, reason: WriterReason, spill?: SpillReason): RouteDecision {
+    this.metrics.recordRoute(path, { decision: 'writer', reason });
+    if (spill) this.metrics.recordSpill(path, spill);
+    return { target: 'writer' };
+  }
+
+  private spanned<T>(req: RouteRequest, fn: () => Promise<T>): Promise<T> {
+    return req.span ? datastoreSpan(this.metrics, req.span, fn) : fn();
+  }
+}
+
+/** Writer-side fallbacks acquire with the read's own operation (§2.2). */
+function fallbackOperation(req: RouteRequest): ReaderOperation {
+  return req.operation ?? 'subscription_history';
+}
+
+function assertNever(p: never, stage: string): never {
+  throw new Error(`unknown route predicate at ${stage}: ${JSON.stringify(p)}`);
+}
