@@ -88,6 +88,64 @@ function cpuSeconds(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1e6;
 }
 
+interface RelayPhase {
+  result: PublishResult;
+  seconds: number;
+  stored: number;
+  /** CPU seconds used during the timed publishing by the relay process and by this client. */
+  relayCpu: number;
+  clientCpu: number;
+}
+
+async function relayPhase(env: BenchEnv, keys: readonly Uint8Array[], warmup: readonly NostrEvent[], events: readonly NostrEvent[]): Promise<RelayPhase> {
+  const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
+  try {
+    logLine(`${conns.length} connections authenticated as ${keys.map((k) => getPublicKey(k).slice(0, 8)).join(', ')}`);
+    await publishPhase(conns, warmup);
+    const before = { relay: processCpuSeconds(env.relayPid), client: process.cpuUsage() };
+    const { result, seconds } = await publishPhase(conns, events);
+    const relayCpu = processCpuSeconds(env.relayPid) - before.relay;
+    const clientCpu = cpuSeconds(process.cpuUsage(before.client));
+    return { result, seconds, stored: await storedCount(env.writerUrl, events), relayCpu, clientCpu };
+  } finally {
+    conns.forEach((c) => c.close());
+  }
+}
+
+function resultLine(relay: RelayPhase, baseline: { run: SqlRunResult; stored: number }) {
+  const { result, seconds } = relay;
+  const eventsPerS = result.accepted / seconds;
+  const baselinePerS = baseline.stored / baseline.run.seconds;
+  const ok = summarize(result.latenciesMs);
+  const base = summarize(baseline.run.latenciesMs);
+  return {
+    bench: 'ingest',
+    events: EVENTS,
+    connections: CONNECTIONS,
+    window: WINDOW,
+    accepted: result.accepted,
+    duplicates: result.duplicates,
+    rejected: result.rejected,
+    stored_rows: relay.stored,
+    stored_matches_accepted: relay.stored === result.accepted,
+    seconds: round(seconds, 3),
+    events_per_s: round(eventsPerS, 1),
+    ok_p50_ms: ok.p50,
+    ok_p90_ms: ok.p90,
+    ok_p99_ms: ok.p99,
+    ok_max_ms: ok.max,
+    relay_cpu_ms_per_event: round((relay.relayCpu * 1000) / result.accepted, 3),
+    client_cpu_ms_per_event: round((relay.clientCpu * 1000) / result.accepted, 3),
+    baseline_rows: baseline.stored,
+    baseline_seconds: round(baseline.run.seconds, 3),
+    baseline_rows_per_s: round(baselinePerS, 1),
+    baseline_p50_ms: base.p50,
+    baseline_p90_ms: base.p90,
+    baseline_p99_ms: base.p99,
+    ratio: round(eventsPerS / baselinePerS, 3),
+  };
+}
+
 async function main(): Promise<number> {
   const env = await startBenchEnv(); // first: a relay that cannot start fails the run at once
   try {
@@ -96,51 +154,13 @@ async function main(): Promise<number> {
     const warmup = await signInParallel(keys, templates(WARMUP, 'warmup'));
     const events = await signInParallel(keys, templates(EVENTS, 'ingest'));
     logLine(`signed ${WARMUP + EVENTS} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
-    const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
-    logLine(`${conns.length} connections authenticated as ${keys.map((k) => getPublicKey(k).slice(0, 8)).join(', ')}`);
-    await publishPhase(conns, warmup);
-    const cpuBefore = { relay: processCpuSeconds(env.relayPid), bench: process.cpuUsage() };
-    const { result, seconds } = await publishPhase(conns, events);
-    const relayCpu = processCpuSeconds(env.relayPid) - cpuBefore.relay;
-    const benchCpu = cpuSeconds(process.cpuUsage(cpuBefore.bench));
-    conns.forEach((c) => c.close());
-    const stored = await storedCount(env.writerUrl, events);
-    logLine(`relay: ${result.accepted}/${EVENTS} accepted in ${round(seconds)} s; stored rows ${stored}`);
-    if (result.rejected > 0) logLine(`relay rejections: ${JSON.stringify(Object.fromEntries(result.reasons))}`);
+    const relay = await relayPhase(env, keys, warmup, events);
+    logLine(`relay: ${relay.result.accepted}/${EVENTS} accepted in ${round(relay.seconds)} s; stored rows ${relay.stored}`);
+    if (relay.result.rejected > 0) logLine(`relay rejections: ${JSON.stringify(Object.fromEntries(relay.result.reasons))}`);
     const baseline = await baselinePhase(env, warmup, events);
-    const eventsPerS = result.accepted / seconds;
-    const baselinePerS = baseline.stored / baseline.run.seconds;
-    const ok = summarize(result.latenciesMs);
-    const base = summarize(baseline.run.latenciesMs);
-    const line = {
-      bench: 'ingest',
-      events: EVENTS,
-      connections: CONNECTIONS,
-      window: WINDOW,
-      accepted: result.accepted,
-      duplicates: result.duplicates,
-      rejected: result.rejected,
-      stored_rows: stored,
-      stored_matches_accepted: stored === result.accepted,
-      seconds: round(seconds, 3),
-      events_per_s: round(eventsPerS, 1),
-      ok_p50_ms: ok.p50,
-      ok_p90_ms: ok.p90,
-      ok_p99_ms: ok.p99,
-      ok_max_ms: ok.max,
-      relay_cpu_ms_per_event: round((relayCpu * 1000) / result.accepted, 3),
-      client_cpu_ms_per_event: round((benchCpu * 1000) / result.accepted, 3),
-      baseline_rows: baseline.stored,
-      baseline_seconds: round(baseline.run.seconds, 3),
-      baseline_rows_per_s: round(baselinePerS, 1),
-      baseline_p50_ms: base.p50,
-      baseline_p90_ms: base.p90,
-      baseline_p99_ms: base.p99,
-      ratio: round(eventsPerS / baselinePerS, 3),
-    };
-    console.log(JSON.stringify(line));
-    if (stored !== result.accepted) logLine(`FAIL: ${stored} stored rows but ${result.accepted} accepted OKs`);
-    return stored === result.accepted && baseline.stored === EVENTS ? 0 : 1;
+    console.log(JSON.stringify(resultLine(relay, baseline)));
+    if (relay.stored !== relay.result.accepted) logLine(`FAIL: ${relay.stored} stored rows but ${relay.result.accepted} accepted OKs`);
+    return relay.stored === relay.result.accepted && baseline.stored === EVENTS ? 0 : 1;
   } catch (err) {
     logLine(`relay output:\n${env.relayOutput()}`);
     throw err;

@@ -81,7 +81,7 @@ export class BridgeQueryService {
 
   private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const out: NostrEvent[] = [];
-    for await (const batch of this.queries.history(scope, [f], false)) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
+    for await (const batch of this.queries.history(scope, [f], false, { path: 'bridge_query', reader: reader.pubkey, honourConsistency: true })) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
     return out;
   }
 

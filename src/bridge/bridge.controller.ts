@@ -50,7 +50,7 @@ export class BridgeController {
     let total = 0;
     for (const f of filters) {
       const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
-      if (scope) total += await this.queries.count(scope, [f]);
+      if (scope) total += await this.queries.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey });
     }
     return { count: total };
   }

@@ -6,7 +6,8 @@
  * serves it from the replica only when the replica session proves it is fresh enough, and
  * records one route decision per filter. Two kinds of read are pinned to the writer and record
  * no decision: filters that can match channel metadata (kind 39000, or no `kinds` at all), and
- * `/query` filters that carry `"consistency": "strong"`.
+ * `/query` filters that carry `"consistency": "strong"`. A call without a HistoryContext is a
+ * writer-pinned read too (internal callers that have not been classified as routed).
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
@@ -18,6 +19,7 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { EventBus } from './event-bus.js';
 import { EventReadRepository } from './event-read.repository.js';
 import { effectiveLimit, matchFilter } from './filter.js';
+import { ReadScope } from './read-scope.js';
 
 export const FILTER_QUERY_CONCURRENCY = 4;
 export const CHANNEL_METADATA_KIND = 39000;
@@ -30,8 +32,6 @@ export interface HistoryContext {
   /** `/query` only: honour `"consistency": "strong"` (serve that filter from the writer). */
   readonly honourConsistency?: boolean;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @Injectable()
 export class EventQueryService {
@@ -49,10 +49,10 @@ export class EventQueryService {
    * `dedupe`, an id already yielded by an earlier filter is skipped, after
    * acceptance, so a row rejected by filter A stays eligible for filter B.
    */
-  async *history(communityId: string, filters: readonly NostrFilter[], dedupe: boolean, ctx: HistoryContext): AsyncGenerator<NostrEvent[]> {
+  async *history(scope: ReadScope, filters: readonly NostrFilter[], dedupe: boolean, ctx?: HistoryContext): AsyncGenerator<NostrEvent[]> {
     const seen = new Set<string>();
     const pending = new Map<number, Promise<NostrEvent[]>>();
-    const start = (i: number) => pending.set(i, this.queryOne(communityId, filters[i], ctx));
+    const start = (i: number) => pending.set(i, this.queryOne(scope, filters[i], ctx));
     let next = 0;
     for (; next < Math.min(FILTER_QUERY_CONCURRENCY, filters.length); next++) start(next);
     for (let i = 0; i < filters.length; i++) {
@@ -64,45 +64,46 @@ export class EventQueryService {
     }
   }
 
-  /** Sum over filters, without de-duplication (NIP-45). Counts route on the bounded arm only. */
-  async count(communityId: string, filters: readonly NostrFilter[], ctx: HistoryContext): Promise<number> {
+  /**
+   * Sum over filters, without de-duplication (NIP-45). Counts route on the bounded arm only:
+   * extra deleted rows cannot be absorbed by a number, so covered routing never applies.
+   */
+  async count(scope: ReadScope, filters: readonly NostrFilter[], ctx?: HistoryContext): Promise<number> {
     const counts = await Promise.all(
       filters.map((f) => {
         if (f.kinds?.length === 0) return 0; // match-nothing: no connection, no route decision
-        const channelId = pinnedChannel(f);
-        const work = (db: Kysely<DB>) => this.repo.count(db, communityId, f, channelId);
-        if (this.writerPinned(f, ctx)) return this.routed.onWriter('authorization', work);
-        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: this.author(communityId, ctx) }, work);
+        const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
+        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.onWriter('authorization', work);
+        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx) }, work);
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  private queryOne(communityId: string, filter: NostrFilter, ctx: HistoryContext): Promise<NostrEvent[]> {
-    const p = this.runQuery(communityId, filter, ctx);
+  private queryOne(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
+    const p = this.runQuery(scope, filter, ctx);
     // Rejections are observed when awaited in order; keep them from being reported as unhandled meanwhile.
     p.catch(() => undefined);
     return p;
   }
 
-  private async runQuery(communityId: string, filter: NostrFilter, ctx: HistoryContext): Promise<NostrEvent[]> {
+  private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
     const limit = effectiveLimit(filter);
     if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
-    const channelId = pinnedChannel(filter);
-    const work = (db: Kysely<DB>) => this.repo.query(db, communityId, filter, limit, channelId);
-    if (this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work);
-    const predicate = forQuery({ channelId, until: filter.until }, this.routed.routingEnabled);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: this.author(communityId, ctx) }, work);
+    const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit);
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work);
+    const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx) }, work);
   }
 
   /** Channel-metadata reads and client-declared strong reads are served by the writer, unrouted. */
   private writerPinned(filter: NostrFilter, ctx: HistoryContext): boolean {
     return canMatchChannelMetadata(filter) || (ctx.honourConsistency === true && filter.extensions.consistency === 'strong');
   }
+}
 
-  private author(communityId: string, ctx: HistoryContext) {
-    return ctx.reader === undefined ? undefined : { communityId, pubkey: ctx.reader };
-  }
+function author(scope: ReadScope, ctx: HistoryContext) {
+  return ctx.reader === undefined ? undefined : { communityId: scope.communityId, pubkey: ctx.reader };
 }
 
 /** Design choice (database.md §2.2): no `kinds` list, or `kinds` containing 39000. */
@@ -110,8 +111,10 @@ export function canMatchChannelMetadata(filter: NostrFilter): boolean {
   return filter.kinds === undefined || filter.kinds.includes(CHANNEL_METADATA_KIND);
 }
 
-/** A single `#h` UUID pins that channel (relay.md §2.7); anything else pins nothing. */
-export function pinnedChannel(filter: NostrFilter): string | undefined {
-  const h = filter.tags.h;
-  return h?.length === 1 && UUID.test(h[0]) ? h[0].toLowerCase() : undefined;
+/**
+ * The one channel a scope's SQL pins (`channel_id = any([X])`, no channel-less rows): the only
+ * generic read shape that may mint a channel-scope proof. A multi-channel list is not a proof.
+ */
+export function pinnedChannel(scope: ReadScope): string | undefined {
+  return scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal ? scope.channels[0] : undefined;
 }

@@ -124,11 +124,16 @@ export class ReplicaFenceService implements OnApplicationShutdown {
     }).catch((err: unknown) => (err instanceof ProbeError ? err : new ProbeError('other', String(err), {})));
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops the loop (the ring keeps its proofs, which age out). Tests drive beat() by hand after this. */
+  async stopProbe(): Promise<void> {
     this.state = this.state === 'running' ? 'stopped' : this.state;
     clearTimeout(this.timer);
-    clearInterval(this.sampler);
     await this.running;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.sampler);
+    await this.stopProbe();
   }
 
   /** Publishes the fence gauges (and pool gauges) now. */

@@ -74,7 +74,7 @@ export class ReqHandler {
     const scope = await this.resolveScope(conn, subId, filters, 'count');
     if (!scope) return;
     try {
-      const run = await this.gate.run(() => this.queries.count(scope, filters));
+      const run = await this.gate.run(() => this.queries.count(scope, filters, { path: 'count_req', reader: conn.pubkey }));
       if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
@@ -107,7 +107,7 @@ export class ReqHandler {
     const prefix = `["EVENT",${JSON.stringify(subId)},`;
     let sent = 0;
     try {
-      for await (const batch of this.queries.history(scope, filters, true)) {
+      for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey })) {
         for (const ev of batch) {
           if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;

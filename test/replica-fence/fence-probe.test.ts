@@ -1,0 +1,172 @@
+/**
+ * The replica-fence probe on the real writer + streaming replica (database.md §4, §8.4, seed 001).
+ */
+import { Pool } from 'pg';
+import { REPLICA_FLOOR_LOCK_KEY } from '../../src/database/constants.js';
+import { ProbeError } from '../../src/replica-fence/fence-probe.js';
+import { PROBE_APPLICATION_NAME } from '../../src/replica-fence/replica-fence.constants.js';
+import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { adminPool, DatabaseLayer, startDatabaseLayer } from '../routing/database-layer.js';
+
+let db: TestDatabase;
+let admin: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  admin = adminPool(db.writerUrl);
+});
+
+afterAll(async () => {
+  await admin?.end();
+  await db?.drop();
+});
+
+async function probeSessions(): Promise<number> {
+  const { rows } = await admin.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity where application_name = $1 and datname = current_database()`,
+    [PROBE_APPLICATION_NAME],
+  );
+  return rows[0].n;
+}
+
+describe('fence probe loop', () => {
+  let layer: DatabaseLayer;
+  beforeAll(async () => {
+    layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', BUZZ_DB_POOL_SIZE: '1' });
+  });
+  afterAll(() => layer?.close());
+
+  it('starts after a verified floor guard and commits strictly increasing tokens in one epoch', async () => {
+    expect(layer.fence.getState()).toBe('running');
+    await layer.fence.waitForBeats(3);
+    const { rows } = await admin.query<{ token: string; epoch: string }>('select token::text, epoch::text from replica_heartbeat');
+    const newest = layer.fence.ring.newest()!;
+    expect(BigInt(rows[0].token)).toBeGreaterThanOrEqual(newest.token);
+    expect(layer.fence.ring.currentEpoch()).toBe(rows[0].epoch);
+    expect(layer.fence.ring.size()).toBeGreaterThanOrEqual(3);
+    // The wall trails the writer clock by at least the 960 s floor plus the 5 s margin.
+    expect(Date.now() - newest.fenceWall).toBeGreaterThanOrEqual(965_000);
+  });
+
+  it('fence_probe_beats_while_serving_writer_pool_is_exhausted (two fresh beats, exactly one probe session)', async () => {
+    expect(layer.database.writerPool.options.max).toBe(1);
+    const held = await layer.database.writerPool.connect();
+    try {
+      // The serving pool's only connection is held: a probe on it would wait out the 3 s acquire timeout.
+      await expect(layer.database.writerPool.connect()).rejects.toThrow(/timeout/);
+      await layer.fence.waitForBeats(2, 3000);
+      expect(layer.fence.ring.heartbeatAgeMs()!).toBeLessThan(1000);
+      expect(await probeSessions()).toBe(1);
+    } finally {
+      held.release();
+    }
+  });
+
+  it('sees an open writer transaction: the wall is bounded by its xact_start', async () => {
+    const client = await admin.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ started: Date }>('select now() as started');
+      await layer.fence.waitForBeats(1);
+      const wall = layer.fence.ring.newest()!.fenceWall;
+      expect(wall).toBeLessThanOrEqual(rows[0].started.getTime() - 965_000);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+});
+
+describe('probe failure handling (loop stopped; beats driven by hand)', () => {
+  let layer: DatabaseLayer;
+  beforeAll(async () => {
+    layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' });
+    await layer.fence.waitForBeats(1);
+    await layer.fence.stopProbe();
+  });
+  afterAll(() => layer?.close());
+
+  it('cluster_global_probe_pool_bounds_the_floor_lock_wait: lock_timeout after about 1 s, proof retained, next beat succeeds', async () => {
+    const retained = layer.fence.ring.newest()!;
+    const holder = await admin.connect();
+    await holder.query('BEGIN');
+    await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
+    const started = Date.now();
+    const failed = await layer.fence.beat();
+    const waited = Date.now() - started;
+    await holder.query('COMMIT');
+    holder.release();
+    expect(failed).toBeInstanceOf(ProbeError);
+    expect((failed as ProbeError).kind).toBe('lock_timeout');
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(waited).toBeLessThan(2500);
+    expect(layer.fence.ring.newest()).toBe(retained);
+    const ok = await layer.fence.beat();
+    expect(ok).not.toBeInstanceOf(ProbeError);
+    expect(layer.fence.ring.newest()!.token).toBeGreaterThan(retained.token);
+  });
+
+  it('sample_writer_waits_for_shared_floor_lock_before_sampling_time', async () => {
+    const holder = await admin.connect();
+    await holder.query('BEGIN');
+    await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
+    const beat = layer.fence.beat();
+    await new Promise((r) => setTimeout(r, 300)); // the lock wait being measured, not a synchronisation
+    const { rows } = await holder.query<{ marker: Date }>('select clock_timestamp() as marker');
+    await holder.query('COMMIT');
+    holder.release();
+    const sample = await beat;
+    expect(sample).not.toBeInstanceOf(ProbeError);
+    // S was sampled after the shared holder committed: the wall is at or after marker − 965 s.
+    expect((sample as { fenceWall: number }).fenceWall).toBeGreaterThanOrEqual(rows[0].marker.getTime() - 965_000 - 1);
+  });
+
+  it('cluster_global_probe_rotates_epoch_on_same_epoch_token_regression (through the probe pool)', async () => {
+    const before = layer.fence.ring.currentEpoch();
+    await admin.query('update replica_heartbeat set token = 0 where id = 1');
+    const sample = await layer.fence.beat();
+    expect(sample).not.toBeInstanceOf(ProbeError);
+    const { rows } = await admin.query<{ epoch: string }>('select epoch::text from replica_heartbeat');
+    expect(rows[0].epoch).not.toBe(before);
+    expect(layer.fence.ring.currentEpoch()).toBe(rows[0].epoch);
+    expect(layer.fence.ring.size()).toBe(1);
+  });
+});
+
+describe('floor guard verification gates the probe', () => {
+  it.each([
+    ['a dropped trigger', 'drop trigger events_created_at_floor on events', /missing or mis-shaped on: .*events/],
+    [
+      'a gutted guard function',
+      `create or replace function events_created_at_floor_guard() returns trigger language plpgsql as $$ begin return null; end $$`,
+      /floor guard is inert/,
+    ],
+  ])('fence_probe_refuses_to_start_without_verified_floor_guard: %s', async (_name, ddl, message) => {
+    const broken = await createTestDatabase();
+    const pool = adminPool(broken.writerUrl);
+    try {
+      await pool.query(ddl);
+      const layer = await startDatabaseLayer(broken, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' });
+      try {
+        expect(layer.fence.getState()).toBe('unverified');
+        await expect(layer.fence.verifyFloorGuard()).rejects.toThrow(message);
+        expect(layer.fence.ring.newest()).toBeUndefined();
+        expect(layer.fence.beatCount()).toBe(0);
+      } finally {
+        await layer.close();
+      }
+    } finally {
+      await pool.end();
+      await broken.drop();
+    }
+  });
+
+  it('no reader pool: no probe, no probe session', async () => {
+    const layer = await startDatabaseLayer(db, {}, false);
+    try {
+      expect(layer.fence.getState()).toBe('disabled');
+    } finally {
+      await layer.close();
+    }
+  });
+});
