@@ -17,6 +17,7 @@ import { eventVisibleToReader } from '../events/visibility.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
 import { Branch, branchOf, clampLimit, feedTypes, searchParams, threadParams, windowParams } from './bridge-params.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
+import { SearchRepository } from '../events/search.repository.js';
 
 export const AUX_KINDS = [5, 7, 9005, 40003];
 export const AUX_SECOND_HOP_KINDS = [5, 9005];
@@ -32,6 +33,7 @@ export class BridgeQueryService {
   constructor(
     private readonly db: DatabaseService,
     private readonly reads: BridgeReadsRepository,
+    private readonly searches: SearchRepository,
     private readonly queries: EventQueryService,
     private readonly access: ReadAccessService,
     private readonly communities: CommunityRepository,
@@ -164,7 +166,7 @@ export class BridgeQueryService {
 
   private async search(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const p = searchParams(f);
-    const rows = await this.reads.search(this.db.writer, scope, p.text, p.prefix, f, p.limit, (p.page - 1) * p.limit);
+    const rows = await this.searches.search(this.db.writer, scope, p.text, p.prefix, f, p.limit, (p.page - 1) * p.limit);
     const { search: _ignored, ...plain } = f;
     return rows.filter((ev) => matchFilter(ev, plain) && eventVisibleToReader(ev, reader.pubkey));
   }

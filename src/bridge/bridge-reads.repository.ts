@@ -8,6 +8,7 @@ import { Kysely, sql } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
+import { scopeSql } from '../events/scope-sql.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 
 const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
@@ -160,37 +161,5 @@ export class BridgeReadsRepository {
        limit ${limit}`.execute(db);
     return rows.map(rowToEvent);
   }
-
-  /** Full-text search: ids in relevance order, then hydrated rows in that order. */
-  async search(db: Kysely<DB>, scope: ReadScope, text: string, prefix: boolean, filter: { kinds?: number[]; authors?: string[]; since?: number; until?: number }, limit: number, offset: number): Promise<NostrEvent[]> {
-    const query = prefix ? sql`to_tsquery('simple', ${prefixQuery(text)})` : sql`websearch_to_tsquery('simple', ${text})`;
-    if (prefix && prefixQuery(text) === '') return [];
-    const kinds = filter.kinds ? sql`and e.kind = any(${filter.kinds}::int[])` : sql``;
-    const authors = filter.authors ? sql`and e.pubkey = any(${filter.authors.map((a) => Buffer.from(a, 'hex'))}::bytea[])` : sql``;
-    const since = filter.since !== undefined ? sql`and e.created_at >= to_timestamp(${filter.since})` : sql``;
-    const until = filter.until !== undefined ? sql`and e.created_at <= to_timestamp(${filter.until})` : sql``;
-    const { rows } = await sql<EventRow>`
-      select ${EVENT_COLUMNS} from events e
-       where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
-         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until}
-       order by ts_rank(e.search_tsv, ${query}) desc, e.created_at desc, e.id asc
-       limit ${limit} offset ${offset}`.execute(db);
-    return rows.map(rowToEvent);
-  }
 }
 
-export function scopeSql(scope: ReadScope) {
-  if (scope.channels === 'any') return scope.includeGlobal ? sql`true` : sql`e.channel_id is not null`;
-  const ids = scope.channels as string[];
-  return scope.includeGlobal ? sql`(e.channel_id is null or e.channel_id = any(${ids}::uuid[]))` : sql`e.channel_id = any(${ids}::uuid[])`;
-}
-
-/** Each word becomes a prefix term: `hel wor` → `hel:* & wor:*`; punctuation is dropped. */
-export function prefixQuery(text: string): string {
-  return text
-    .split(/\s+/)
-    .map((w) => w.replace(/[^\p{L}\p{N}_]/gu, ''))
-    .filter((w) => w.length > 0)
-    .map((w) => `${w}:*`)
-    .join(' & ');
-}

@@ -5,6 +5,7 @@ import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
+import { SearchRepository } from './search.repository.js';
 import { EventQueryService } from './event-query.service.js';
 import { EventReadRepository } from './event-read.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -16,6 +17,7 @@ import { SignatureVerifier } from './signature-verifier.js';
   imports: [ChannelsModule, ModerationModule],
   providers: [
     IngestGates,
+    SearchRepository,
     {
       provide: SignatureVerifier,
       inject: [APP_CONFIG],
@@ -28,7 +30,7 @@ import { SignatureVerifier } from './signature-verifier.js';
     EventQueryService,
     IngestService,
   ],
-  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, ChannelsModule, ModerationModule],
+  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, SearchRepository, ChannelsModule, ModerationModule],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}

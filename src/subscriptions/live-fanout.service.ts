@@ -69,6 +69,7 @@ export class LiveFanout implements OnModuleDestroy {
 /** True when the subscription's scope admits the event and one of its filters matches. */
 export function subscriptionWants(sub: LiveSubscription, event: NostrEvent, channelId: string | null, reader: string): boolean {
   const { scope } = sub;
+  if (!sub.live) return false;
   if (channelId === null && !scope.includeGlobal) return false;
   if (channelId !== null) {
     const pinned = sub.filters.every((f) => (f.tags.h?.length ?? 0) > 0);

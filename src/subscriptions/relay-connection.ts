@@ -14,6 +14,8 @@ export interface LiveSubscription {
   readonly filters: readonly NostrFilter[];
   /** What the subscription was authorised to see when it was claimed. */
   readonly scope: ReadScope;
+  /** false for a one-shot search: it holds the id but never receives fan-out. */
+  readonly live: boolean;
 }
 
 export interface ConnectionLimits {
@@ -77,10 +79,10 @@ export class RelayConnection {
   }
 
   /** Mints a new owner token for a sub id, replacing any holder (a same-id REQ replaces). */
-  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope): number | undefined {
+  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope, live = true): number | undefined {
     if (this.isCancelled) return undefined;
     const token = nextSubscriptionToken++;
-    this.subscriptions.set(subId, { token, filters, scope });
+    this.subscriptions.set(subId, { token, filters, scope, live });
     return token;
   }
 

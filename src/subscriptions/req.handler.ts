@@ -10,6 +10,9 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { closedReasonFor } from '../database/pg-errors.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
+import { DatabaseService } from '../database/database.service.js';
+import { effectiveLimit, matchFilter } from '../events/filter.js';
+import { SearchRepository } from '../events/search.repository.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
@@ -20,6 +23,8 @@ import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
 export const MAX_SUBSCRIPTIONS = 1024;
+export const SEARCH_PAGE_SIZE = 100;
+export const SEARCH_MAX_PAGES = 10;
 const YIELD_EVERY = 100;
 
 @Injectable()
@@ -27,6 +32,8 @@ export class ReqHandler {
   constructor(
     private readonly queries: EventQueryService,
     private readonly readAccess: ReadAccessService,
+    private readonly search: SearchRepository,
+    private readonly db: DatabaseService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
     private readonly limits: RateLimitService,
@@ -51,7 +58,14 @@ export class ReqHandler {
     const scope = await this.resolveScope(conn, subId, filters, 'req');
     if (!scope) return;
     if (filters.some((f) => f.search !== undefined)) {
-      conn.send(['CLOSED', subId, 'error: search is not supported yet']);
+      if (!filters.every((f) => f.search !== undefined)) {
+        conn.send(['CLOSED', subId, 'error: mixed search and non-search filters not supported']);
+        return;
+      }
+      const searchToken = conn.claim(subId, filters, scope, false);
+      if (searchToken === undefined) return;
+      const ran = await this.gate.run(() => this.streamSearch(conn, subId, searchToken, filters, scope));
+      if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, TOO_MANY_CONCURRENT);
       return;
     }
     const token = conn.claim(subId, filters, scope);
@@ -122,6 +136,38 @@ export class ReqHandler {
     }
     if (conn.owns(subId, token)) conn.send(['EOSE', subId]);
     this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  /**
+   * NIP-50: one-shot. Pages of 100 hits (at most 10) per filter until its limit
+   * is met, de-duplicated across filters; EOSE, then the claim is dropped.
+   */
+  private async streamSearch(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[], scope: ReadScope): Promise<void> {
+    const seen = new Set<string>();
+    try {
+      for (const f of filters) {
+        const limit = effectiveLimit(f);
+        const { search, ...plain } = f;
+        let emitted = 0;
+        for (let page = 0; page < SEARCH_MAX_PAGES && emitted < limit; page++) {
+          const rows = await this.search.search(this.db.writer, scope, search ?? '', false, f, SEARCH_PAGE_SIZE, page * SEARCH_PAGE_SIZE);
+          for (const ev of rows) {
+            if (emitted >= limit || seen.has(ev.id) || !matchFilter(ev, plain) || !eventVisibleToReader(ev, conn.pubkey!)) continue;
+            if (!conn.owns(subId, token)) return;
+            seen.add(ev.id);
+            conn.send(['EVENT', subId, ev]);
+            emitted += 1;
+          }
+          if (rows.length < SEARCH_PAGE_SIZE) break;
+        }
+      }
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, subId, err: (err as Error).message }, 'search query failed');
+      this.closeIfOwner(conn, subId, token, closedReasonFor(err));
+      return;
+    }
+    if (conn.owns(subId, token)) conn.send(['EOSE', subId]);
+    conn.retireIfOwner(subId, token);
   }
 
   /**

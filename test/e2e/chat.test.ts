@@ -212,6 +212,18 @@ describe('threads, reactions and the bridge branches', () => {
     expect(await post(bob, '/query', [{ search: 'x' }, { kinds: [1] }])).toEqual({ status: 400, body: { error: 'mixed search and non-search filters not supported' } });
   });
 
+  it('answers a NIP-50 search REQ once, then EOSE, with no live delivery', async () => {
+    const { events, end } = await b.req('find', { search: 'pineapples', kinds: [9] });
+    expect(events.map((e) => e.id)).toEqual([root.id]);
+    expect(end).toEqual(['EOSE', 'find']);
+    const later = msg(alice, openChannel, 'more pineapples later');
+    await a.publish(later);
+    await b.req('sync-search', { ids: [later.id] });
+    expect(b.frames.filter((f) => f[0] === 'EVENT' && f[1] === 'find' && (f[2] as { id: string }).id === later.id)).toEqual([]);
+    const mixed = await b.req('mixed', { search: 'x' }, { kinds: [1] });
+    expect(mixed.end).toEqual(['CLOSED', 'mixed', 'error: mixed search and non-search filters not supported']);
+  });
+
   it('counts over HTTP and over the WebSocket', async () => {
     expect(await post(alice, '/count', [{ '#e': [root.id], kinds: [9] }])).toEqual({ status: 200, body: { count: 3 } });
     b.send(['COUNT', 'c1', { '#e': [root.id], kinds: [9] }]);

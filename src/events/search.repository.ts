@@ -1,0 +1,50 @@
+/**
+ * NIP-50 search on Postgres full-text search over the generated `search_tsv`
+ * column (private kinds have none). Relevance order, then newest first.
+ */
+import { Injectable } from '@nestjs/common';
+import { Kysely, sql } from 'kysely';
+import { NostrEvent } from '../common/nostr.types.js';
+import { DB } from '../database/database.types.js';
+import { scopeSql } from './scope-sql.js';
+import { ReadScope } from './read-scope.js';
+import { EventRow, rowToEvent } from './stored-event.js';
+
+const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
+
+export interface SearchFilter {
+  readonly kinds?: number[];
+  readonly authors?: string[];
+  readonly since?: number;
+  readonly until?: number;
+}
+
+@Injectable()
+export class SearchRepository {
+  /** One page of matches in relevance order, within the scope, live rows only. */
+  async search(db: Kysely<DB>, scope: ReadScope, text: string, prefix: boolean, filter: SearchFilter, limit: number, offset: number): Promise<NostrEvent[]> {
+    const query = prefix ? sql`to_tsquery('simple', ${prefixQuery(text)})` : sql`websearch_to_tsquery('simple', ${text})`;
+    if (prefix && prefixQuery(text) === '') return [];
+    const kinds = filter.kinds ? sql`and e.kind = any(${filter.kinds}::int[])` : sql``;
+    const authors = filter.authors ? sql`and e.pubkey = any(${filter.authors.map((a) => Buffer.from(a, 'hex'))}::bytea[])` : sql``;
+    const since = filter.since !== undefined ? sql`and e.created_at >= to_timestamp(${filter.since})` : sql``;
+    const until = filter.until !== undefined ? sql`and e.created_at <= to_timestamp(${filter.until})` : sql``;
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from events e
+       where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
+         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until}
+       order by ts_rank(e.search_tsv, ${query}) desc, e.created_at desc, e.id asc
+       limit ${limit} offset ${offset}`.execute(db);
+    return rows.map(rowToEvent);
+  }
+}
+
+/** Each word becomes a prefix term: `hel wor` → `hel:* & wor:*`; punctuation is dropped. */
+export function prefixQuery(text: string): string {
+  return text
+    .split(/\s+/)
+    .map((w) => w.replace(/[^\p{L}\p{N}_]/gu, ''))
+    .filter((w) => w.length > 0)
+    .map((w) => `${w}:*`)
+    .join(' & ');
+}
