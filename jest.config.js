@@ -12,6 +12,9 @@ const common = {
   transform: { '^.+\\.ts$': tsJest },
 };
 export default {
+  // Global (jest ignores it per project). Generous: these are correctness tests, not timing
+  // tests, and CI shares two cores with the Postgres pair.
+  testTimeout: 60000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
     {
@@ -20,7 +23,6 @@ export default {
       testMatch: ['<rootDir>/test/**/*.test.ts'],
       globalSetup: '<rootDir>/test/harness/global-setup.ts',
       globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
-      testTimeout: 60000,
     },
   ],
 };

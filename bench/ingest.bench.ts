@@ -14,7 +14,8 @@ import { parseArgs } from 'node:util';
 import type { Client } from 'pg';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import { BenchConnection, mergePublishResults, toPublishItems, type PublishResult } from './lib/bench-connection.js';
-import { BenchEnv, logLine, processCpuSeconds, quietPool, round, secondsSince, startBenchEnv, summarize } from './lib/bench-env.js';
+import { BenchEnv, logLine, quietPool, round, secondsSince, startBenchEnv, summarize } from './lib/bench-env.js';
+import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients, type SqlRunResult } from './lib/sql-baseline.js';
 
@@ -71,7 +72,13 @@ const INSERT_ROW = `
   on conflict do nothing`;
 
 /** The same rows, one autocommit INSERT each, one client per relay connection, in a twin database. */
-async function baselinePhase(env: BenchEnv, warmup: readonly NostrEvent[], events: readonly NostrEvent[]): Promise<{ run: SqlRunResult; stored: number }> {
+interface BaselinePhase {
+  run: SqlRunResult;
+  stored: number;
+  cpu: CpuSample;
+}
+
+async function baselinePhase(env: BenchEnv, warmup: readonly NostrEvent[], events: readonly NostrEvent[]): Promise<BaselinePhase> {
   const url = await env.createMigratedDatabase('buzz_bench_baseline');
   const pool = quietPool(url, 1);
   const { rows } = await pool.query<{ id: string }>(`insert into communities (host, name) values ('baseline.bench', 'baseline') returning id`);
@@ -80,21 +87,18 @@ async function baselinePhase(env: BenchEnv, warmup: readonly NostrEvent[], event
   const insert = (client: Client, e: NostrEvent) =>
     client.query(INSERT_ROW, [communityId, e.id, e.pubkey, e.created_at, e.kind, JSON.stringify(e.tags), e.content, e.sig]);
   await runSqlClients(url, dealRoundRobin(warmup, CONNECTIONS), insert);
+  const before = sampleCpu(env.relayPid, env.cluster.baseDir);
   const run = await runSqlClients(url, dealRoundRobin(events, CONNECTIONS), insert);
-  return { run, stored: await storedCount(url, events) };
-}
-
-function cpuSeconds(usage: NodeJS.CpuUsage): number {
-  return (usage.user + usage.system) / 1e6;
+  const cpu = cpuSince(before, sampleCpu(env.relayPid, env.cluster.baseDir));
+  return { run, stored: await storedCount(url, events), cpu };
 }
 
 interface RelayPhase {
   result: PublishResult;
   seconds: number;
   stored: number;
-  /** CPU seconds used during the timed publishing by the relay process and by this client. */
-  relayCpu: number;
-  clientCpu: number;
+  /** CPU seconds used during the timed publishing. */
+  cpu: CpuSample;
 }
 
 async function relayPhase(env: BenchEnv, keys: readonly Uint8Array[], warmup: readonly NostrEvent[], events: readonly NostrEvent[]): Promise<RelayPhase> {
@@ -102,17 +106,21 @@ async function relayPhase(env: BenchEnv, keys: readonly Uint8Array[], warmup: re
   try {
     logLine(`${conns.length} connections authenticated as ${keys.map((k) => getPublicKey(k).slice(0, 8)).join(', ')}`);
     await publishPhase(conns, warmup);
-    const before = { relay: processCpuSeconds(env.relayPid), client: process.cpuUsage() };
+    const before = sampleCpu(env.relayPid, env.cluster.baseDir);
     const { result, seconds } = await publishPhase(conns, events);
-    const relayCpu = processCpuSeconds(env.relayPid) - before.relay;
-    const clientCpu = cpuSeconds(process.cpuUsage(before.client));
-    return { result, seconds, stored: await storedCount(env.writerUrl, events), relayCpu, clientCpu };
+    const cpu = cpuSince(before, sampleCpu(env.relayPid, env.cluster.baseDir));
+    return { result, seconds, stored: await storedCount(env.writerUrl, events), cpu };
   } finally {
     conns.forEach((c) => c.close());
   }
 }
 
-function resultLine(relay: RelayPhase, baseline: { run: SqlRunResult; stored: number }) {
+/** Milliseconds of CPU per item. */
+function perItem(cpuSeconds: number, items: number): number {
+  return round((cpuSeconds * 1000) / items, 3);
+}
+
+function resultLine(relay: RelayPhase, baseline: BaselinePhase) {
   const { result, seconds } = relay;
   const eventsPerS = result.accepted / seconds;
   const baselinePerS = baseline.stored / baseline.run.seconds;
@@ -134,14 +142,17 @@ function resultLine(relay: RelayPhase, baseline: { run: SqlRunResult; stored: nu
     ok_p90_ms: ok.p90,
     ok_p99_ms: ok.p99,
     ok_max_ms: ok.max,
-    relay_cpu_ms_per_event: round((relay.relayCpu * 1000) / result.accepted, 3),
-    client_cpu_ms_per_event: round((relay.clientCpu * 1000) / result.accepted, 3),
+    relay_cpu_ms_per_event: perItem(relay.cpu.relay, result.accepted),
+    pg_cpu_ms_per_event: perItem(relay.cpu.postgres, result.accepted),
+    client_cpu_ms_per_event: perItem(relay.cpu.client, result.accepted),
     baseline_rows: baseline.stored,
     baseline_seconds: round(baseline.run.seconds, 3),
     baseline_rows_per_s: round(baselinePerS, 1),
     baseline_p50_ms: base.p50,
     baseline_p90_ms: base.p90,
     baseline_p99_ms: base.p99,
+    baseline_pg_cpu_ms_per_row: perItem(baseline.cpu.postgres, baseline.stored),
+    baseline_client_cpu_ms_per_row: perItem(baseline.cpu.client, baseline.stored),
     ratio: round(eventsPerS / baselinePerS, 3),
   };
 }

@@ -16,7 +16,8 @@ import { parseArgs } from 'node:util';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import type { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
-import { logLine, processCpuSeconds, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
 
@@ -34,8 +35,9 @@ const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const LIMIT = 20;
 const TOPICS = 20;
-const SPREAD_SECS = 600;
+const SPREAD_SECS = 300;
 const PUBLISH_WINDOW = 64;
+if (SEED < LIMIT * TOPICS) throw new Error(`--seed must be at least ${LIMIT * TOPICS} so that every tag page is full`);
 
 interface BenchFilter {
   kinds: number[];
@@ -155,14 +157,26 @@ async function firstSqlIds(url: string, communityId: string, shape: Shape): Prom
 interface Timed {
   seconds: number;
   latenciesMs: number[];
-  /** CPU seconds the relay process used during the run (relay runs only). */
-  relayCpu?: number;
+  /** CPU seconds used during the run. */
+  cpu: CpuSample;
 }
 
 interface ShapeResult {
   relay: Timed;
   sql: Timed;
   relaySql: Timed;
+}
+
+/** Milliseconds of CPU per request of a run. */
+function perItem(cpuSeconds: number, run: Timed): number {
+  return round((cpuSeconds * 1000) / run.latenciesMs.length, 3);
+}
+
+/** Runs fn and adds the CPU used meanwhile to its result. */
+async function metered<T extends Omit<Timed, 'cpu'>>(env: BenchEnv, fn: () => Promise<T>): Promise<T & Timed> {
+  const before = sampleCpu(env.relayPid, env.cluster.baseDir);
+  const result = await fn();
+  return { ...result, cpu: cpuSince(before, sampleCpu(env.relayPid, env.cluster.baseDir)) };
 }
 
 function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
@@ -188,21 +202,22 @@ function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
     baseline_p90_ms: s.p90,
     baseline_p99_ms: s.p99,
     ratio: round(reqsPerS / sqlPerS, 3),
-    relay_cpu_ms_per_req: round(((relay.relayCpu ?? Number.NaN) * 1000) / relay.latenciesMs.length, 3),
+    relay_cpu_ms_per_req: perItem(relay.cpu.relay, relay),
+    pg_cpu_ms_per_req: perItem(relay.cpu.postgres, relay),
+    baseline_pg_cpu_ms_per_query: perItem(sql.cpu.postgres, sql),
     relay_shape_sql_queries_per_s: round(relaySql.latenciesMs.length / relaySql.seconds, 1),
     relay_shape_sql_p50_ms: rs.p50,
     relay_shape_sql_p99_ms: rs.p99,
+    relay_shape_sql_pg_cpu_ms_per_query: perItem(relaySql.cpu.postgres, relaySql),
   };
 }
 
 async function measureShape(env: BenchEnv, conns: readonly BenchConnection[], communityId: string, shape: Shape): Promise<ShapeResult> {
   await relayRun(conns, shape, WARMUP);
   await sqlRun(env.writerUrl, communityId, shape, WARMUP);
-  const cpuBefore = processCpuSeconds(env.relayPid);
-  const relay: RelayRun & Timed = await relayRun(conns, shape, REQS);
-  relay.relayCpu = processCpuSeconds(env.relayPid) - cpuBefore;
-  const sql = await sqlRun(env.writerUrl, communityId, shape, REQS);
-  const relaySql = await sqlRun(env.writerUrl, communityId, shape, REQS, 'relay');
+  const relay = await metered(env, () => relayRun(conns, shape, REQS));
+  const sql = await metered(env, () => sqlRun(env.writerUrl, communityId, shape, REQS));
+  const relaySql = await metered(env, () => sqlRun(env.writerUrl, communityId, shape, REQS, 'relay'));
   const expected = await firstSqlIds(env.writerUrl, communityId, shape);
   if (relay.bad.length > 0) throw new Error(`${shape.name}: ${relay.bad.length} REQs ended badly, e.g. ${relay.bad[0]}`);
   if (JSON.stringify(relay.firstIds) !== JSON.stringify(expected)) throw new Error(`${shape.name}: relay and SQL disagree on the first page`);
@@ -210,7 +225,7 @@ async function measureShape(env: BenchEnv, conns: readonly BenchConnection[], co
 }
 
 function emptyTimed(): Timed {
-  return { seconds: 0, latenciesMs: [] };
+  return { seconds: 0, latenciesMs: [], cpu: { relay: 0, postgres: 0, client: 0 } };
 }
 
 async function main(): Promise<void> {
@@ -230,8 +245,8 @@ async function main(): Promise<void> {
       for (const key of ['relay', 'sql', 'relaySql'] as const) {
         all[key].seconds += result[key].seconds;
         all[key].latenciesMs.push(...result[key].latenciesMs);
+        all[key].cpu = { relay: all[key].cpu.relay + result[key].cpu.relay, postgres: all[key].cpu.postgres + result[key].cpu.postgres, client: all[key].cpu.client + result[key].cpu.client };
       }
-      all.relay.relayCpu = (all.relay.relayCpu ?? 0) + (result.relay.relayCpu ?? 0);
     }
     console.log(JSON.stringify(resultLine('all', all)));
     conns.forEach((c) => c.close());

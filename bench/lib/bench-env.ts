@@ -8,7 +8,7 @@
  * without code changes, e.g. `BUZZ_DB_POOL_SIZE=40 node dist/bench/ingest.bench.js`.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
@@ -20,6 +20,17 @@ export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js'
 const RELAY_START_TIMEOUT_MS = 30_000;
 const RELAY_STOP_TIMEOUT_MS = 10_000;
 const RELAY_DATABASE = 'buzz_bench';
+
+/**
+ * The per-pubkey "human" quotas (10 frames/s, 60 messages/min by default) would refuse a bench
+ * client after its first seconds: the benches measure the pipeline, so they lift them to the
+ * maximum the config accepts. The limiter still runs for every frame, so its cost is measured.
+ */
+const UNLIMITED_QUOTAS = {
+  BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000000',
+  BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '1000000',
+  BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '1000000',
+};
 
 export interface BenchEnv {
   readonly cluster: PgCluster;
@@ -99,6 +110,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
     PATH: process.env.PATH ?? '',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
+    ...UNLIMITED_QUOTAS,
     ...passThrough,
     ...databaseEnv,
     PORT: '0',
@@ -202,20 +214,6 @@ export function summarize(samplesMs: readonly number[]): LatencySummary {
 export function round(value: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
-}
-
-/**
- * CPU seconds (user + system, all threads) a process has used so far, from /proc/PID/stat
- * (Linux; clock ticks assumed 100/s). NaN where /proc is unavailable.
- */
-export function processCpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (fields 14 and 15)
-  } catch {
-    return Number.NaN;
-  }
 }
 
 /** Seconds elapsed since `start` (a process.hrtime.bigint() reading). */

@@ -9,6 +9,7 @@ import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import { scopeSql } from '../events/scope-sql.js';
+import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 
 const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
@@ -51,28 +52,34 @@ export class BridgeReadsRepository {
   }
 
   /**
-   * Events of `kinds` whose `e` tags reference any of `targetIds`, in scope.
-   * The id set sits behind a MATERIALIZED CTE and is matched with `@> ANY(...)`,
-   * so the planner probes the GIN tags index once per id instead of walking the
-   * primary key backwards (seed 002). Drained along the (created_at, id) keyset.
+   * Events of `kinds` whose `e` tags reference any of `targetIds`, in scope,
+   * drained along the (created_at, id) keyset. Set-based (seed 002): one bound
+   * jsonb[] of `[["e",id]]` probes matched with `@> ANY`, and the filtered
+   * select fenced in a MATERIALIZED CTE with ORDER/LIMIT outside, so the planner
+   * probes the GIN tags index instead of walking the primary key backwards
+   * hoping to stop early. Each page runs under the 20 s tighten-only deadline.
    */
   async referencing(db: Kysely<DB>, scope: ReadScope, targetIds: readonly string[], kinds: readonly number[], pageSize = 1000, maxPages = 64): Promise<NostrEvent[]> {
     if (targetIds.length === 0) return [];
+    const probes = targetIds.map((id) => JSON.stringify([['e', id]]));
     const out: NostrEvent[] = [];
     let after: { at: number; id: string } | undefined;
     for (let page = 0; page < maxPages; page++) {
       const keyset = after ? sql`and (e.created_at > to_timestamp(${after.at}) or (e.created_at = to_timestamp(${after.at}) and e.id > decode(${after.id}, 'hex')))` : sql``;
-      const { rows } = await sql<EventRow>`
-        with probes as materialized (
-          select jsonb_build_array(jsonb_build_array('e', t)) as probe from unnest(${targetIds as string[]}::text[]) as t
-        )
-        select ${EVENT_COLUMNS} from events e
-         where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
-           and e.kind = any(${kinds as number[]}::int[])
-           and e.tags @> any(array(select probe from probes))
-           and ${scopeSql(scope)} ${keyset}
-         order by e.created_at asc, e.id asc
-         limit ${pageSize}`.execute(db);
+      const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => {
+        const res = await sql<EventRow>`
+          with m as materialized (
+            select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
+             where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
+               and e.kind = any(${kinds as number[]}::int[])
+               and e.tags @> any(${probes}::jsonb[])
+               and ${scopeSql(scope)} ${keyset}
+          )
+          select m.id, m.pubkey, extract(epoch from m.created_at)::bigint as created_at, m.kind, m.tags, m.content, m.sig
+            from m order by m.created_at asc, m.id asc
+           limit ${pageSize}`.execute(tx);
+        return res.rows;
+      });
       out.push(...rows.map(rowToEvent));
       if (rows.length < pageSize) break;
       const last = out[out.length - 1];

@@ -109,7 +109,7 @@ export class DatabaseService implements OnApplicationShutdown {
   async pingReader(timeoutMs = 2000): Promise<ReaderState> {
     if (!this.readerPool) return 'absent';
     const ping = async (): Promise<boolean> => {
-      const client = await this.acquireReader('bootstrap');
+      const client = await this.acquireReader(this.readerState === 'unknown' ? 'bootstrap' : 'maintenance');
       try {
         const { rows } = await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby');
         if (this.readerState === 'unknown' && rows[0]?.standby === false) {

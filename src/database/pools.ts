@@ -104,9 +104,17 @@ export function isPoolTimeout(err: unknown): boolean {
   return typeof msg === 'string' && (msg.includes('timeout exceeded when trying to connect') || msg.includes('Connection terminated due to connection timeout'));
 }
 
-/** A pool without an 'error' listener crashes the process when its server restarts. */
+/**
+ * A pool without an 'error' listener crashes the process when its server restarts. Clients
+ * need one too: pg-pool removes its idle listener while a client is checked out, and a server
+ * that terminates a checked-out session (admin shutdown, the idle-in-transaction reaper, a
+ * replica restart mid-request) makes the client emit 'error', which unhandled would crash the
+ * process. The permanent client listener swallows it: an idle client's error still reaches the
+ * pool listener below, and a checked-out client refuses its next query, which the caller sees.
+ */
 function withErrorListener(pool: Pool, role: string, onError: PoolErrorSink): Pool {
   pool.on('error', (err) => onError(role, err));
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

@@ -73,7 +73,7 @@ export class EventQueryService {
       filters.map((f) => {
         if (f.kinds?.length === 0) return 0; // match-nothing: no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.onWriter('authorization', work);
+        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.onWriter('authorization', work, 'count_events');
         return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx) }, work);
       }),
     );
@@ -91,7 +91,7 @@ export class EventQueryService {
     const limit = effectiveLimit(filter);
     if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
     const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit);
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work);
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work, 'query_events');
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx) }, work);
   }

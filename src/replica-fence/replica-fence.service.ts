@@ -4,7 +4,7 @@
  * one-connection pool (seed 001), never on a serving writer connection.
  */
 import { performance } from 'node:perf_hooks';
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -19,7 +19,7 @@ import { readBudgetWarning } from './replica-fence.constants.js';
 export type FenceState = 'disabled' | 'unverified' | 'running' | 'stopped';
 
 @Injectable()
-export class ReplicaFenceService implements OnApplicationShutdown {
+export class ReplicaFenceService implements BeforeApplicationShutdown {
   readonly ring = new ProofRing();
   private readonly logger = new Logger('ReplicaFence');
   private readonly failures = new ProbeFailureLog();
@@ -131,7 +131,8 @@ export class ReplicaFenceService implements OnApplicationShutdown {
     await this.running;
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the pools close (DatabaseService.onApplicationShutdown), so no beat meets an ended pool. */
+  async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.sampler);
     await this.stopProbe();
   }

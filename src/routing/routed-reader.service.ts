@@ -73,20 +73,30 @@ export class RoutedReader {
     return { target: 'replica', tx, verdict: verdict.verdict };
   }
 
-  /** A routed read: one decision, the page on the proved replica session or on the writer. */
-  async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  /**
+   * A routed read: one decision, the page on the proved replica session or on the writer.
+   * `postVerify` (thread forward cursors, CoveredPostVerified) checks the replica page against
+   * the proved entry; a page that fails it is dropped (not recorded), recorded once as
+   * `thread_eof/writer/stale` and re-run on the writer.
+   */
+  async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
       if (decision.target === 'writer') return this.onWriter(fallbackOperation(req), work);
       const { tx } = decision;
+      let result: T;
       try {
-        const result = await work(tx.db);
-        tx.release();
-        this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
-        return result;
+        result = await work(tx.db);
       } catch (err) {
         return this.replicaFailed(req, tx, err, () => this.onWriter(fallbackOperation(req), work));
       }
+      tx.release();
+      if (postVerify && !postVerify(result, tx.entry)) {
+        this.metrics.recordRoute('thread_eof', { decision: 'writer', reason: 'stale' });
+        return this.onWriter(fallbackOperation(req), work);
+      }
+      this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
+      return result;
     });
   }
 
@@ -111,8 +121,12 @@ export class RoutedReader {
     });
   }
 
-  /** A writer-pinned read (no route decision): strong-consistency and channel-metadata reads. */
-  async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  /**
+   * A writer-pinned read (no route decision): strong-consistency and channel-metadata reads,
+   * and every writer fallback. `span` names a datastore span for pinned reads (`query_events`).
+   */
+  async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
+    if (span) return datastoreSpan(this.metrics, span, () => this.onWriter(operation, work));
     const client = await this.db.acquireWriter(operation);
     try {
       const result = await work(kyselyOn(client));

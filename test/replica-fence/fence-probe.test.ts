@@ -1,12 +1,19 @@
 /**
  * The replica-fence probe on the real writer + streaming replica (database.md §4, §8.4, seed 001).
  */
+import { randomBytes } from 'node:crypto';
+import { AddressInfo, connect, createServer, Socket } from 'node:net';
+import { trace } from '@opentelemetry/api';
+import { sql } from 'kysely';
 import { Pool } from 'pg';
 import { REPLICA_FLOOR_LOCK_KEY } from '../../src/database/constants.js';
-import { ProbeError } from '../../src/replica-fence/fence-probe.js';
-import { PROBE_APPLICATION_NAME } from '../../src/replica-fence/replica-fence.constants.js';
+import { createProbePool, endPool } from '../../src/database/pools.js';
+import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
+import { ProbeError, probeOnce } from '../../src/replica-fence/fence-probe.js';
+import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { PROBE_APPLICATION_NAME, PROBE_DEADLINE_MS } from '../../src/replica-fence/replica-fence.constants.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
-import { adminPool, DatabaseLayer, startDatabaseLayer } from '../routing/database-layer.js';
+import { adminPool, DatabaseLayer, metricValue, startDatabaseLayer } from '../routing/database-layer.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -14,12 +21,12 @@ let admin: Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
   admin = adminPool(db.writerUrl);
-});
+}, 30_000);
 
 afterAll(async () => {
   await admin?.end();
   await db?.drop();
-});
+}, 30_000);
 
 async function probeSessions(): Promise<number> {
   const { rows } = await admin.query<{ n: number }>(
@@ -33,8 +40,8 @@ describe('fence probe loop', () => {
   let layer: DatabaseLayer;
   beforeAll(async () => {
     layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', BUZZ_DB_POOL_SIZE: '1' });
-  });
-  afterAll(() => layer?.close());
+  }, 30_000);
+  afterAll(() => layer?.close(), 30_000);
 
   it('starts after a verified floor guard and commits strictly increasing tokens in one epoch', async () => {
     expect(layer.fence.getState()).toBe('running');
@@ -60,7 +67,7 @@ describe('fence probe loop', () => {
     } finally {
       held.release();
     }
-  });
+  }, 20_000);
 
   it('sees an open writer transaction: the wall is bounded by its xact_start', async () => {
     const client = await admin.connect();
@@ -83,8 +90,8 @@ describe('probe failure handling (loop stopped; beats driven by hand)', () => {
     layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' });
     await layer.fence.waitForBeats(1);
     await layer.fence.stopProbe();
-  });
-  afterAll(() => layer?.close());
+  }, 30_000);
+  afterAll(() => layer?.close(), 30_000);
 
   it('cluster_global_probe_pool_bounds_the_floor_lock_wait: lock_timeout after about 1 s, proof retained, next beat succeeds', async () => {
     const retained = layer.fence.ring.newest()!;
@@ -104,7 +111,7 @@ describe('probe failure handling (loop stopped; beats driven by hand)', () => {
     const ok = await layer.fence.beat();
     expect(ok).not.toBeInstanceOf(ProbeError);
     expect(layer.fence.ring.newest()!.token).toBeGreaterThan(retained.token);
-  });
+  }, 20_000);
 
   it('sample_writer_waits_for_shared_floor_lock_before_sampling_time', async () => {
     const holder = await admin.connect();
@@ -159,7 +166,7 @@ describe('floor guard verification gates the probe', () => {
       await pool.end();
       await broken.drop();
     }
-  });
+  }, 20_000);
 
   it('no reader pool: no probe, no probe session', async () => {
     const layer = await startDatabaseLayer(db, {}, false);
@@ -169,4 +176,111 @@ describe('floor guard verification gates the probe', () => {
       await layer.close();
     }
   });
+});
+
+describe('probeOnce edge cases', () => {
+  const metrics = new DatabaseMetrics();
+  const span = () => trace.getTracer('fence-probe-test').startSpan('replica_fence_probe');
+
+  it('cluster_global_sample_writer_fails_closed_when_activity_is_masked (role without pg_monitor)', async () => {
+    const role = `fence_unpriv_${randomBytes(4).toString('hex')}`;
+    await admin.query(`create role ${role} login`);
+    await admin.query(`grant select, update on replica_heartbeat to ${role}`);
+    const url = new URL(db.writerUrl);
+    url.username = role;
+    const pool = createProbePool(url.toString(), () => undefined);
+    const other = await admin.connect(); // a session of another role the unprivileged view cannot see into
+    try {
+      await other.query('BEGIN');
+      await other.query('select 1');
+      const err = await probeOnce(pool, metrics, span()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ProbeError);
+      expect((err as ProbeError).kind).toBe('masked_activity');
+      expect((err as ProbeError).message).toMatch(/pg_monitor/);
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+      await endPool(pool);
+      await admin.query(`revoke all on replica_heartbeat from ${role}`);
+      await admin.query(`drop role ${role}`);
+    }
+  });
+
+  it('the 5 s client deadline ends a beat stalled where no server timeout can fire', async () => {
+    const target = new URL(db.writerUrl);
+    const proxy = await stallableProxy(Number(target.port));
+    target.port = String(proxy.port);
+    const pool = createProbePool(target.toString(), () => undefined);
+    try {
+      const ok = await probeOnce(pool, metrics, span());
+      expect(ok.token).toBeGreaterThan(0n);
+      proxy.stall(); // the warm connection now swallows every byte: the server never sees BEGIN
+      const started = Date.now();
+      const err = await probeOnce(pool, metrics, span()).catch((e: unknown) => e);
+      const waited = Date.now() - started;
+      expect((err as ProbeError).kind).toBe('deadline');
+      expect(waited).toBeGreaterThanOrEqual(PROBE_DEADLINE_MS - 100);
+      expect(waited).toBeLessThan(PROBE_DEADLINE_MS + 2000);
+    } finally {
+      await endPool(pool, 500);
+      proxy.close();
+    }
+  }, 20_000);
+});
+
+/** A TCP forwarder that can stop forwarding (without closing) to simulate a stalled socket. */
+function stallableProxy(targetPort: number): Promise<{ port: number; stall(): void; close(): void }> {
+  let stalled = false;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+    }
+    client.on('data', (d) => {
+      if (!stalled) upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (!stalled) client.write(d);
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        stall: () => (stalled = true),
+        close: () => {
+          for (const s of sockets) s.destroy();
+          server.close();
+        },
+      }),
+    ),
+  );
+}
+
+describe('lazy reader pool', () => {
+  it('lazy_reader_pool_still_spawns_fence_probe; reads against an unreachable reader fall back to the writer', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer();
+      s.listen(0, '127.0.0.1', () => {
+        const port = (s.address() as AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const layer = await startDatabaseLayer(db, {
+      READ_DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/nowhere`,
+      BUZZ_REPLICA_READ_MAX_AGE_MS: '2000',
+    });
+    try {
+      expect(layer.fence.getState()).toBe('running');
+      await layer.fence.waitForBeats(1);
+      const before = await metricValue('buzz_db_route_decision', { path: 'req_historical', decision: 'writer', reason: 'reader_validation_error' });
+      const answer = await layer.routed.read({ path: 'req_historical', predicate: BOUNDED }, async (d) => (await sql<{ one: number }>`select 1 as one`.execute(d)).rows[0].one);
+      expect(answer).toBe(1);
+      expect(await metricValue('buzz_db_route_decision', { path: 'req_historical', decision: 'writer', reason: 'reader_validation_error' })).toBe(before + 1);
+    } finally {
+      await layer.close();
+    }
+  }, 20_000);
 });

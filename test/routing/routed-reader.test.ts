@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { Pool } from 'pg';
-import { BOUNDED, fromChannelCursor } from '../../src/routing/route-predicate.js';
+import { BOUNDED, ChannelScope, fromChannelCursor } from '../../src/routing/route-predicate.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { channelPage, countRows, insertRow, newCommunity, randomUUID } from './fixtures.js';
@@ -29,14 +29,14 @@ beforeAll(async () => {
   layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' });
   await layer.fence.waitForBeats(1);
   await layer.fence.stopProbe();
-});
+}, 30_000);
 
 afterAll(async () => {
   await layer?.close();
   await replicaAdmin?.end();
   await admin?.end();
   await db?.drop();
-});
+}, 30_000);
 
 /** Which server served the read: the standby answers pg_is_in_recovery() = true. */
 const served = (path: 'req_historical' | 'count_req' | 'bridge_query' = 'req_historical', predicate = BOUNDED) =>
@@ -132,11 +132,11 @@ describe('predicates on divergent fixtures', () => {
     await db.cluster.pauseReplay();
     // m2 commits late (older created_at than m3) and exists only on the writer while replay is paused.
     await insertRow(admin, community, { channelId: channel, createdAtSecs: t0 + 10, content: 'm2' });
-  });
+  }, 30_000);
   afterAll(async () => {
     await db.cluster.resumeReplay();
     await db.waitForReplica();
-  });
+  }, 30_000);
 
   const cursorPage = () =>
     layer.routed.read({ path: 'req_historical', predicate: fromChannelCursor(channel, t0 + 30) }, (d) => channelPage(d, community, channel, t0 + 30));
@@ -156,6 +156,35 @@ describe('predicates on divergent fixtures', () => {
     expect(await head()).toEqual(['m3', 'm1']);
     layer.fence.ring.forceOpen(FAR_WALL, performance.now() - 10_000);
     expect(await head()).toEqual(['m3', 'm2', 'm1']);
+  });
+
+  it('thread forward pages are post-verified: a short page or a tail above the wall re-runs on the writer (thread_eof)', async () => {
+    const predicate = { kind: 'covered_post_verified', proof: ChannelScope.threadJoin() } as const;
+    const forward = (limit: number) =>
+      layer.routed.read(
+        { path: 'bridge_thread_aux', predicate },
+        async (d) => {
+          const { rows } = await sql<{ content: string; at: number }>`
+            select content, extract(epoch from created_at)::int as at from events
+             where community_id = ${community}::uuid and channel_id = ${channel}::uuid and created_at >= to_timestamp(${t0})
+             order by created_at asc, id asc limit ${limit}`.execute(d);
+          return rows;
+        },
+        (rows, entry) => rows.length >= limit && rows[rows.length - 1].at * 1000 <= entry.fenceWall,
+      );
+    const contents = (rows: { content: string }[]) => rows.map((r) => r.content);
+    layer.fence.ring.forceOpen((t0 + 30) * 1000);
+    let o = await observe(() => forward(2));
+    expect(contents(o.result)).toEqual(['m1', 'm3']); // full page under the (counterfactual) wall: replica
+    expect(o.routes).toEqual({ 'bridge_thread_aux/replica/covered': 1 });
+    layer.fence.ring.forceOpen((t0 + 15) * 1000);
+    o = await observe(() => forward(2));
+    expect(contents(o.result)).toEqual(['m1', 'm2']); // tail above the wall: writer
+    expect(o.routes).toEqual({ 'thread_eof/writer/stale': 1 });
+    layer.fence.ring.forceOpen((t0 + 30) * 1000);
+    o = await observe(() => forward(5));
+    expect(contents(o.result)).toEqual(['m1', 'm2', 'm3']); // candidate EOF: writer
+    expect(o.routes).toEqual({ 'thread_eof/writer/stale': 1 });
   });
 
   it('read-your-writes: an author with a write after the proved entry reads on the writer', async () => {
@@ -235,6 +264,12 @@ describe('serving, fallback and sessions', () => {
       );
       expect(rows).toHaveLength(1);
       await replicaAdmin.query('select pg_terminate_backend($1)', [rows[0].pid]);
+      // Wait until the backend is gone: its FATAL reaches the checked-out client between statements,
+      // which must neither crash the process (unhandled 'error') nor fail the request.
+      await waitUntil('terminated reader backend to exit', async () =>
+        (await replicaAdmin.query('select 1 from pg_stat_activity where pid = $1', [rows[0].pid])).rowCount === 0,
+      );
+      await new Promise((r) => setImmediate(r));
       const where = await session.run(async (d) => (await sql<{ s: boolean }>`select pg_is_in_recovery() as s`.execute(d)).rows[0].s);
       expect(where).toBe(false);
       expect(session.isReplica()).toBe(false);

@@ -22,18 +22,18 @@ maybe('routing under real faults', () => {
     admin = adminPool(db.writerUrl);
     layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', BUZZ_DB_POOL_SIZE: '2', BUZZ_DB_READ_POOL_SIZE: '4' });
     await layer.fence.waitForBeats(2);
-  });
+  }, 30_000);
 
   afterEach(async () => {
     await db.cluster.heal();
     await db.waitForReplica(20_000);
-  });
+  }, 30_000);
 
   afterAll(async () => {
     await layer?.close();
     await admin?.end();
     await db?.drop();
-  });
+  }, 30_000);
 
   const where = () =>
     layer.routed.read({ path: 'req_historical', predicate: BOUNDED }, async (d) => {
@@ -63,7 +63,7 @@ maybe('routing under real faults', () => {
     expect(layer.fence.ring.heartbeatAgeMs()!).toBeLessThan(500);
     const r = await readUntil((d) => d['req_historical/replica/fresh'] === 1);
     expect(r.served).toBe('replica');
-  });
+  }, 30_000);
 
   it('replica stopped: reads fall back to the writer with a reader reason, and recover after restart', async () => {
     await db.cluster.stopReplica();
@@ -73,7 +73,7 @@ maybe('routing under real faults', () => {
     await db.cluster.startReplica();
     await db.waitForReplica(20_000);
     expect((await readUntil((d) => d['req_historical/replica/fresh'] === 1, 20_000)).served).toBe('replica');
-  });
+  }, 30_000);
 
   it('replica frozen (SIGSTOP): reads fall back within the proof or acquire budget', async () => {
     await db.cluster.freezeReplica();
@@ -83,7 +83,7 @@ maybe('routing under real faults', () => {
     expect(Object.keys(r.routes)[0]).toMatch(/^req_historical\/writer\/reader_(proof_timeout|acquire_timeout)$/);
     expect(Date.now() - started).toBeLessThan(5000);
     await db.cluster.thawReplica();
-  });
+  }, 30_000);
 
   it('WAL replay paused: once the proved entry is older than the budget, reads go to the writer (replica_lag)', async () => {
     await db.cluster.pauseReplay();
@@ -99,7 +99,7 @@ maybe('routing under real faults', () => {
       (await sql<{ n: number }>`select count(*)::int as n from communities where id = ${marker.rows[0].id}::uuid`.execute(d)).rows[0].n,
     );
     expect(seen).toBe(1);
-  });
+  }, 30_000);
 
   it('serving writer pool exhausted: the probe keeps beating and routed reads stay on the replica', async () => {
     const held = await Promise.all([layer.database.writerPool.connect(), layer.database.writerPool.connect()]);
@@ -110,5 +110,5 @@ maybe('routing under real faults', () => {
     } finally {
       for (const c of held) c.release();
     }
-  });
+  }, 30_000);
 });

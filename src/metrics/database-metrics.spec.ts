@@ -1,0 +1,85 @@
+import { readFileSync } from 'node:fs';
+import { register } from 'prom-client';
+import {
+  ACQUIRE_OUTCOMES,
+  DatabaseMetrics,
+  POOL_ROLES,
+  READER_OPERATIONS,
+  REJECTED_REASONS,
+  REPLICA_REASONS,
+  ROUTE_PATHS,
+  SPILL_REASONS,
+  WRITER_OPERATIONS,
+  WRITER_REASONS,
+} from './database-metrics.service.js';
+
+describe('database metric vocabularies', () => {
+  const metrics = new DatabaseMetrics();
+
+  it('label_vocabularies_are_closed_and_documented', () => {
+    expect(ROUTE_PATHS).toHaveLength(18);
+    expect([...WRITER_REASONS, ...REPLICA_REASONS, ...REJECTED_REASONS]).not.toContain('pool_busy');
+    expect(SPILL_REASONS).toEqual([
+      'heartbeat_stale',
+      'heartbeat_missing',
+      'fence_wall_behind',
+      'replica_lag',
+      'reader_acquire_timeout',
+      'reader_proof_timeout',
+      'reader_token_behind',
+      'reader_validation_error',
+    ]);
+    expect(WRITER_OPERATIONS.length + READER_OPERATIONS.length).toBe(12);
+  });
+
+  it('the pool acquisition series budget derives from the closed vocabularies (legacy families carry operation)', async () => {
+    const pairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length;
+    for (const op of WRITER_OPERATIONS) {
+      for (const outcome of ACQUIRE_OUTCOMES) {
+        metrics.acquireBegin({ poolRole: 'writer', operation: op });
+        metrics.acquireEnd({ poolRole: 'writer', operation: op }, outcome, 0.001, true);
+      }
+    }
+    for (const op of READER_OPERATIONS) {
+      for (const outcome of ACQUIRE_OUTCOMES) {
+        metrics.acquireBegin({ poolRole: 'reader', operation: op });
+        metrics.acquireEnd({ poolRole: 'reader', operation: op }, outcome, 0.001, true);
+      }
+    }
+    metrics.publishWaiters(true);
+    const series = async (name: string) => (await register.getSingleMetric(name)!.get()).values;
+    expect(await series('buzz_db_pool_acquire_started_total')).toHaveLength(pairs);
+    expect(await series('buzz_db_pool_acquire_attempts_total')).toHaveLength(pairs * ACQUIRE_OUTCOMES.length);
+    expect(await series('buzz_db_pool_waiters')).toHaveLength(pairs);
+    // Legacy families: never `cancelled`, always with `operation`.
+    const legacy = await series('buzz_db_pool_acquisitions_total');
+    expect(legacy).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(legacy.every((v) => typeof v.labels.operation === 'string')).toBe(true);
+    const waitCounts = (await series('buzz_db_pool_acquire_wait_seconds')).filter((v) => (v as { metricName?: string }).metricName === 'buzz_db_pool_acquire_wait_seconds_count');
+    expect(waitCounts).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(waitCounts.every((v) => typeof v.labels.operation === 'string')).toBe(true);
+  });
+
+  it('publishes exactly 16 per-role pool series across the four roles', async () => {
+    metrics.publishPools({ writer: { total: 3, idle: 1, max: 20 } });
+    const conn = (await register.getSingleMetric('buzz_db_pool_connections')!.get()).values;
+    const max = (await register.getSingleMetric('buzz_db_pool_max_connections')!.get()).values;
+    const configured = (await register.getSingleMetric('buzz_db_pool_configured')!.get()).values;
+    expect(conn.length + max.length + configured.length).toBe(POOL_ROLES.length * 4);
+    expect(conn.find((v) => v.labels.pool_role === 'writer' && v.labels.state === 'active')?.value).toBe(2);
+    expect(configured.find((v) => v.labels.pool_role === 'reader')?.value).toBe(0);
+  });
+});
+
+describe('source policy (seed 001)', () => {
+  it('the fence probe never takes a serving-writer checkout and runs on the probe pool', () => {
+    const probe = readFileSync(new URL('../replica-fence/fence-probe.ts', import.meta.url), 'utf8');
+    const service = readFileSync(new URL('../replica-fence/replica-fence.service.ts', import.meta.url), 'utf8');
+    expect(probe).not.toMatch(/writerPool|acquireWriter|\.writer\b/);
+    expect(service).toMatch(/probeOnce\(this\.db\.probePool\(\)/);
+    expect(service).toMatch(/rotateEpoch\(this\.db\.probePool\(\)\)/);
+    // The only serving-writer checkout of the fence is the boot verification (operation bootstrap).
+    expect(service.match(/acquireWriter\(/g)).toHaveLength(1);
+    expect(service).toMatch(/acquireWriter\('bootstrap'\)/);
+  });
+});
