@@ -13,6 +13,7 @@ describe('classifyDbError', () => {
     [{ code: '57P01', message: 'terminating connection due to administrator command' }],
     [{ message: 'Query read timeout' }],
     [{ message: 'Cannot use a pool after calling end on the pool' }],
+    [{ code: '55000', message: 'database "buzz" is not currently accepting connections' }],
   ])('treats %p as unavailable, never as a timeout', (err) => {
     expect(classifyDbError(err)).toBe('unavailable');
     expect(closedReasonFor(err)).toBe('error: database error');

@@ -25,6 +25,8 @@ export function classifyDbError(err: unknown): DbFailure {
   if (code && UNAVAILABLE_CODES.has(code)) return 'unavailable';
   // 57P01..57P03: admin shutdown / crash shutdown / cannot connect now; 08xxx: connection exceptions.
   if (code && (/^57P0[1-3]$/.test(code) || code.startsWith('08') || code === '53300')) return 'unavailable';
+  // 55000 at connect: the database refuses connections (maintenance, failover in progress).
+  if (code === '55000' && message.includes('not currently accepting connections')) return 'unavailable';
   if (UNAVAILABLE_MESSAGES.some((m) => message.includes(m))) return 'unavailable';
   if ((err as { name?: string })?.name === 'PoolTimeoutError') return 'unavailable';
   return 'internal';
