@@ -28,8 +28,10 @@ export class EventReadRepository {
         'sig',
       ])
       .where((eb) => eb.and(whereFilter(eb, scope, filter)))
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'asc')
+      // Qualified: a bare `created_at` would name the epoch output column above and
+      // defeat every (…, created_at DESC, id) index with a full sort.
+      .orderBy('events.created_at', 'desc')
+      .orderBy('events.id', 'asc')
       .limit(limit)
       .execute();
     return (rows as unknown as EventRow[]).map(rowToEvent);

@@ -125,7 +125,7 @@ export class EventWriteRepository {
       select id, extract(epoch from created_at)::bigint as created_at from events
        where community_id = ${communityId}::uuid and pubkey = decode(${pubkeyHex}, 'hex') and kind = ${kind}
          and deleted_at is null and d_tag is not distinct from ${dTag}
-       order by created_at desc, id asc
+       order by events.created_at desc, events.id asc
        limit 1`.execute(tx);
     return rows[0];
   }
