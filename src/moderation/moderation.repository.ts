@@ -9,20 +9,51 @@ import { DatabaseService } from '../database/database.service.js';
 
 export type Restriction = { kind: 'none' } | { kind: 'banned' } | { kind: 'timed_out'; untilSecs: number };
 
+interface PendingLookup {
+  readonly communityId: string;
+  readonly pubkey: string;
+  resolve(r: Restriction): void;
+  reject(err: unknown): void;
+}
+
 @Injectable()
 export class ModerationRepository {
+  private pending: PendingLookup[] = [];
+
   constructor(private readonly db: DatabaseService) {}
 
-  async restrictionOf(communityId: string, pubkey: string): Promise<Restriction> {
-    const { rows } = await sql<{ banned: boolean; until: string | null }>`
-      select exists (select 1 from bans b where b.community_id = ${communityId}::uuid and b.pubkey = ${pubkey}
-                       and (b.expires_at is null or b.expires_at > now())) as banned,
-             (select extract(epoch from max(t.until))::bigint from timeouts t
-               where t.community_id = ${communityId}::uuid and t.pubkey = ${pubkey} and t.until > now()) as until`.execute(this.db.writer);
-    const r = rows[0];
-    if (r.banned) return { kind: 'banned' };
-    if (r.until !== null) return { kind: 'timed_out', untilSecs: Number(r.until) };
-    return { kind: 'none' };
+  /**
+   * The author's restriction, read on the writer every time (never cached). Lookups
+   * made in the same turn of the event loop share one query, so a burst of EVENTs
+   * costs one round trip instead of one per event.
+   */
+  restrictionOf(communityId: string, pubkey: string): Promise<Restriction> {
+    return new Promise((resolve, reject) => {
+      if (this.pending.push({ communityId, pubkey, resolve, reject }) === 1) setImmediate(() => void this.flushLookups());
+    });
+  }
+
+  private async flushLookups(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
+    try {
+      const { rows } = await sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
+        select q.community_id, q.pubkey,
+               exists (select 1 from bans b where b.community_id = q.community_id and b.pubkey = q.pubkey
+                         and (b.expires_at is null or b.expires_at > now())) as banned,
+               (select extract(epoch from max(t.until))::bigint from timeouts t
+                 where t.community_id = q.community_id and t.pubkey = q.pubkey and t.until > now()) as until
+          from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)`.execute(this.db.writer);
+      const byKey = new Map(rows.map((r) => [`${r.community_id}:${r.pubkey}`, r]));
+      for (const p of batch) {
+        const r = byKey.get(`${p.communityId}:${p.pubkey}`);
+        if (r?.banned) p.resolve({ kind: 'banned' });
+        else if (r?.until != null) p.resolve({ kind: 'timed_out', untilSecs: Number(r.until) });
+        else p.resolve({ kind: 'none' });
+      }
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    }
   }
 
   async isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
