@@ -50,12 +50,7 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, 'error: too many subscriptions']);
       return;
     }
-    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'REQ');
-    if (!quota.allowed) {
-      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
-      return;
-    }
-    const scope = await this.resolveScope(conn, subId, filters, 'req');
+    const scope = await this.admit(conn, subId, filters, 'REQ');
     if (!scope) return;
     if (filters.some((f) => f.search !== undefined)) {
       if (!filters.every((f) => f.search !== undefined)) {
@@ -80,12 +75,7 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
       return;
     }
-    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'COUNT');
-    if (!quota.allowed) {
-      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
-      return;
-    }
-    const scope = await this.resolveScope(conn, subId, filters, 'count');
+    const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
       const run = await this.gate.run(() => this.queries.count(scope, filters, { path: 'count_req', reader: conn.pubkey }));
@@ -103,10 +93,18 @@ export class ReqHandler {
     conn.send(['CLOSED', subId, '']);
   }
 
-  /** Access and gates before anything is claimed: a refused REQ leaves an existing same-id subscription alone. */
-  private async resolveScope(conn: RelayConnection, subId: string, filters: NostrFilter[], wording: 'req' | 'count'): Promise<ReadScope | undefined> {
+  /**
+   * Quota, then access and gates, before anything is claimed: a refused REQ
+   * leaves an existing same-id subscription alone. Refusals are sub-scoped CLOSED.
+   */
+  private async admit(conn: RelayConnection, subId: string, filters: NostrFilter[], verb: 'REQ' | 'COUNT'): Promise<ReadScope | undefined> {
+    const quota = this.limits.ws(conn.communityId, conn.pubkey!, verb);
+    if (!quota.allowed) {
+      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
+      return undefined;
+    }
     try {
-      const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, wording);
+      const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, verb === 'REQ' ? 'req' : 'count');
       if (decision.ok) return decision.scope;
       conn.send(['CLOSED', subId, decision.reason]);
     } catch (err) {
