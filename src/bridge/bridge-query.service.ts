@@ -5,6 +5,8 @@
  * to 503/500 once for every branch.
  */
 import { Inject, Injectable } from '@nestjs/common';
+import { Kysely } from 'kysely';
+import { DB } from '../database/database.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
@@ -14,6 +16,9 @@ import { EventQueryService } from '../events/event-query.service.js';
 import { matchFilter } from '../events/filter.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
+import { RouteRequest } from '../routing/routed-read.types.js';
+import { BOUNDED, ChannelScope, fromChannelCursor } from '../routing/route-predicate.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
 import { Branch, branchOf, clampLimit, feedTypes, searchParams, threadParams, windowParams } from './bridge-params.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
@@ -37,6 +42,7 @@ export class BridgeQueryService {
     private readonly queries: EventQueryService,
     private readonly access: ReadAccessService,
     private readonly communities: CommunityRepository,
+    private readonly routed: RoutedReader,
     @Inject(RelaySigner) private readonly signer: RelaySigner,
   ) {}
 
@@ -87,48 +93,61 @@ export class BridgeQueryService {
     return out;
   }
 
+  /**
+   * NIP-CW window. The page and its aux/summary follow-ups share one read session:
+   * one snapshot, one route decision (cursor pages covered, head pages bounded), and
+   * the session is released however the request ends. `consistency: "strong"` pins
+   * the whole branch to the writer.
+   */
   private async channelWindow(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const p = windowParams(f);
     const settings = await this.communities.settings(reader.communityId);
-    const page = await this.reads.channelWindow(this.db.writer, reader.communityId, {
-      channelId: p.channelId,
-      limit: p.limit,
-      kinds: f.kinds,
-      cursor: p.cursor,
-      repliesInChannel: settings.threadRepliesInChannel,
-    });
-    const hasMore = page.length > p.limit;
-    const rows = visibleRows(page.slice(0, p.limit), reader.pubkey);
-    const out = [...rows];
-    if (p.includeAux && rows.length > 0) out.push(...(await this.auxClosure(reader, scope, rows.map((r) => r.id))));
-    if (p.includeSummaries) out.push(...(await this.summaries(reader.communityId, rows, p.channelId)));
+    const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel };
+    const { page, session } = strong(f)
+      ? { page: await this.routed.onWriter('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query)), session: undefined }
+      : await this.routed.session(
+          { path: p.cursor ? 'channel_cursor' : 'channel_head', predicate: fromChannelCursor(p.channelId, p.cursor?.until), span: 'get_channel_window' },
+          (db) => this.reads.channelWindow(db, reader.communityId, query),
+        );
+    try {
+      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.onWriter('authorization', work);
+      const hasMore = page.length > p.limit;
+      const rows = visibleRows(page.slice(0, p.limit), reader.pubkey);
+      const out = [...rows];
+      if (p.includeAux && rows.length > 0) out.push(...(await this.auxClosure(reader, scope, rows.map((r) => r.id), run)));
+      if (p.includeSummaries) out.push(...(await this.summaries(reader.communityId, rows, p.channelId, run)));
+      out.push(this.boundsOverlay(p.channelId, p.cursor, rows, hasMore, settings.threadRepliesInChannel));
+      return out;
+    } finally {
+      session?.release();
+    }
+  }
+
+  private boundsOverlay(channelId: string, cursor: { until: number; beforeId: string } | undefined, rows: NostrEvent[], hasMore: boolean, repliesInChannel: boolean): NostrEvent {
     const last = rows[rows.length - 1];
     const next = hasMore && last ? { created_at: last.created_at, id: last.id } : null;
-    const position = p.cursor ? `${p.cursor.until}:${p.cursor.beforeId}` : 'head';
-    out.push(
-      this.signer.sign({
-        kind: 39006,
-        tags: [
-          ['d', `${p.channelId}:${position}`],
-          ['h', p.channelId],
-        ],
-        content: JSON.stringify({ has_more: next !== null, next_cursor: next, thread_replies_in_channel: settings.threadRepliesInChannel }),
-      }),
-    );
-    return out;
+    const position = cursor ? `${cursor.until}:${cursor.beforeId}` : 'head';
+    return this.signer.sign({
+      kind: 39006,
+      tags: [
+        ['d', `${channelId}:${position}`],
+        ['h', channelId],
+      ],
+      content: JSON.stringify({ has_more: next !== null, next_cursor: next, thread_replies_in_channel: repliesInChannel }),
+    });
   }
 
   /** First hop: reactions, deletions and edits of the rows; second hop: deletions of those. */
-  private async auxClosure(reader: BridgeReader, scope: ReadScope, ids: string[]): Promise<NostrEvent[]> {
+  private async auxClosure(reader: BridgeReader, scope: ReadScope, ids: string[], run: Runner): Promise<NostrEvent[]> {
     const auxScope: ReadScope = { ...scope, includeGlobal: true };
-    const first = visibleRows(await this.reads.referencing(this.db.writer, auxScope, ids, AUX_KINDS), reader.pubkey);
-    const second = visibleRows(await this.reads.referencing(this.db.writer, auxScope, first.map((e) => e.id), AUX_SECOND_HOP_KINDS), reader.pubkey);
+    const first = visibleRows(await run((db) => this.reads.referencing(db, auxScope, ids, AUX_KINDS)), reader.pubkey);
+    const second = visibleRows(await run((db) => this.reads.referencing(db, auxScope, first.map((e) => e.id), AUX_SECOND_HOP_KINDS)), reader.pubkey);
     const seen = new Set<string>(ids);
     return [...first, ...second].filter((e) => !seen.has(e.id) && seen.add(e.id));
   }
 
-  private async summaries(communityId: string, rows: NostrEvent[], channelId: string): Promise<NostrEvent[]> {
-    const found = await this.reads.threadSummaries(this.db.writer, communityId, rows);
+  private async summaries(communityId: string, rows: NostrEvent[], channelId: string, run: Runner): Promise<NostrEvent[]> {
+    const found = await run((db) => this.reads.threadSummaries(db, communityId, rows));
     return found.map((s) =>
       this.signer.sign({
         kind: 39005,
@@ -147,10 +166,10 @@ export class BridgeQueryService {
     const out: NostrEvent[] = [];
     for (const type of feedTypes(f)) {
       if (remaining <= 0) break;
-      const rows =
-        type === 'activity'
-          ? await this.reads.activity(this.db.writer, scope, f.since, remaining)
-          : await this.reads.mentions(this.db.writer, scope, reader.pubkey, f.since, remaining, type === 'needs_action');
+      const limit = remaining;
+      const work = (db: Kysely<DB>) =>
+        type === 'activity' ? this.reads.activity(db, scope, f.since, limit) : this.reads.mentions(db, scope, reader.pubkey, f.since, limit, type === 'needs_action');
+      const rows = await this.readFor(f, { path: 'bridge_feed', predicate: BOUNDED, span: `query_feed_${type}_routed`, author: reader }, work);
       out.push(...rows);
       remaining -= rows.length;
     }
@@ -159,9 +178,26 @@ export class BridgeQueryService {
 
   private async threadReplies(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const p = threadParams(f);
-    const replies = visibleRows(await this.reads.threadReplies(this.db.writer, scope, p.rootId, p.depthLimit, p.cursor, p.limit), reader.pubkey);
+    const work = (db: Kysely<DB>) => this.reads.threadReplies(db, scope, p.rootId, p.depthLimit, p.cursor, p.limit);
+    // Forward cursor pages have no upper bound to pre-check: served from the replica only when
+    // full and entirely at or below the proved fence wall (else the thread_eof writer re-run).
+    const request: RouteRequest = p.cursor
+      ? { path: 'thread_cursor', predicate: { kind: 'covered_post_verified', proof: ChannelScope.threadJoin() }, span: 'get_thread_replies' }
+      : { path: 'thread_head', predicate: BOUNDED, span: 'get_thread_replies', author: reader };
+    const postVerify = (page: NostrEvent[], entry: { fenceWall: number }) =>
+      page.length >= p.limit && (page.length === 0 || page[page.length - 1].created_at * 1000 <= entry.fenceWall);
+    const page = strong(f) ? await this.routed.onWriter('authorization', work) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
+    const replies = visibleRows(page, reader.pubkey);
     if (!p.includeAux) return replies;
-    return [...replies, ...(await this.auxClosure(reader, scope, [p.rootId, ...replies.map((r) => r.id)]))];
+    const run: Runner = (w) => this.readFor(f, { path: 'bridge_thread_aux', predicate: BOUNDED, span: 'thread_window_aux' }, w);
+    return [...replies, ...(await this.auxClosure(reader, scope, [p.rootId, ...replies.map((r) => r.id)], run))];
+  }
+
+  /** A routed read, or the writer when the filter asks for `consistency: "strong"`. */
+  private readFor<T>(f: NostrFilter, req: Omit<RouteRequest, 'author'> & { author?: BridgeReader }, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    if (strong(f)) return this.routed.onWriter('authorization', work);
+    const author = req.author ? { communityId: req.author.communityId, pubkey: req.author.pubkey } : undefined;
+    return this.routed.read({ ...req, author }, work);
   }
 
   private async search(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
@@ -170,6 +206,12 @@ export class BridgeQueryService {
     const { search: _ignored, ...plain } = f;
     return rows.filter((ev) => matchFilter(ev, plain) && eventVisibleToReader(ev, reader.pubkey));
   }
+}
+
+type Runner = <T>(work: (db: Kysely<DB>) => Promise<T>) => Promise<T>;
+
+function strong(f: NostrFilter): boolean {
+  return f.extensions.consistency === 'strong';
 }
 
 function visibleRows(rows: NostrEvent[], reader: string): NostrEvent[] {

@@ -4,7 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
-import { DatabaseService } from '../database/database.service.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
 import { ChannelMemberRole, ChannelType, ChannelVisibility, DB } from '../database/database.types.js';
 
 export interface ChannelInfo {
@@ -24,40 +24,45 @@ export interface NewChannel {
 
 @Injectable()
 export class ChannelRepository {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(private readonly routed: RoutedReader) {}
 
-  async find(communityId: string, channelId: string, tx: Kysely<DB> = this.db.writer): Promise<ChannelInfo | undefined> {
-    const row = await tx
+  /** Inside a caller's transaction, or a labelled writer checkout: access reads never touch the replica. */
+  private on<T>(tx: Kysely<DB> | undefined, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return tx ? work(tx) : this.routed.onWriter('authorization', work);
+  }
+
+  async find(communityId: string, channelId: string, tx?: Kysely<DB>): Promise<ChannelInfo | undefined> {
+    const row = await this.on(tx, (db) => db
       .selectFrom('channels')
       .select(['id', 'visibility', sql<boolean>`archived_at is not null`.as('archived')])
       .where('community_id', '=', communityId)
       .where('id', '=', channelId)
       .where('deleted_at', 'is', null)
-      .executeTakeFirst();
+      .executeTakeFirst());
     return row ? { id: row.id, visibility: row.visibility, archived: row.archived } : undefined;
   }
 
   /** Open channels plus the private ones the pubkey is a current member of. */
   async accessibleIds(communityId: string, pubkey: string): Promise<string[]> {
-    const { rows } = await sql<{ id: string }>`
+    const { rows } = await this.on(undefined, (db) => sql<{ id: string }>`
       select c.id from channels c
        where c.community_id = ${communityId}::uuid and c.deleted_at is null
          and (c.visibility = 'open' or exists (
                select 1 from channel_members m
                 where m.community_id = c.community_id and m.channel_id = c.id
-                  and m.pubkey = ${pubkey} and m.removed_at is null))`.execute(this.db.writer);
+                  and m.pubkey = ${pubkey} and m.removed_at is null))`.execute(db));
     return rows.map((r) => r.id);
   }
 
-  async memberRole(communityId: string, channelId: string, pubkey: string, tx: Kysely<DB> = this.db.writer): Promise<ChannelMemberRole | undefined> {
-    const row = await tx
+  async memberRole(communityId: string, channelId: string, pubkey: string, tx?: Kysely<DB>): Promise<ChannelMemberRole | undefined> {
+    const row = await this.on(tx, (db) => db
       .selectFrom('channel_members')
       .select('role')
       .where('community_id', '=', communityId)
       .where('channel_id', '=', channelId)
       .where('pubkey', '=', pubkey)
       .where('removed_at', 'is', null)
-      .executeTakeFirst();
+      .executeTakeFirst());
     return row?.role;
   }
 

@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
+import { HistoryReadsModule } from '../history-reads/history-reads.module.js';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
@@ -9,7 +10,8 @@ import { DatabaseService } from './database.service.js';
 const PROVIDERS = [DatabaseMetrics, DatabaseService, ReplicaFenceService, RoutedReader];
 
 /**
- * The database layer: pools, the replica fence and the RoutedReader. It needs only the
+ * The database layer: pools, the replica fence and the RoutedReader (with the history-read
+ * gate it hands permits from). It needs only the
  * APP_CONFIG provider, so any Nest host can use routed reads without the relay's transports:
  *
  *   imports: [DatabaseModule.forRoot(config)]   // then: await app.get(DatabaseService).start()
@@ -17,9 +19,10 @@ const PROVIDERS = [DatabaseMetrics, DatabaseService, ReplicaFenceService, Routed
  * The relay imports the plain module next to its global ConfigModule.
  */
 @Global()
-@Module({ providers: PROVIDERS, exports: PROVIDERS })
+@Module({ imports: [HistoryReadsModule], providers: PROVIDERS, exports: [...PROVIDERS, HistoryReadsModule] })
 export class DatabaseModule {
   static forRoot(config: AppConfig): DynamicModule {
+    // Extends the static metadata above (HistoryReadsModule is imported and re-exported there).
     return { module: DatabaseModule, global: true, imports: [ConfigModule.forRoot(config)], providers: PROVIDERS, exports: PROVIDERS };
   }
 }

@@ -25,3 +25,12 @@ describe('classifyDbError', () => {
     expect(classifyDbError(null)).toBe('internal');
   });
 });
+
+describe('a shed history read (seed 000)', () => {
+  it.each(['history_read_cap', 'reader_acquire_timeout'] as const)('classifies HistoryReadRejected(%s) as unavailable, never as a timeout', async (reason) => {
+    const { HistoryReadRejected } = await import('../routing/routed-read.types.js');
+    const err = new HistoryReadRejected(reason);
+    expect(classifyDbError(err)).toBe('unavailable');
+    expect(closedReasonFor(err)).toBe('error: database error');
+  });
+});

@@ -28,6 +28,7 @@ export function classifyDbError(err: unknown): DbFailure {
   // 55000 at connect: the database refuses connections (maintenance, failover in progress).
   if (code === '55000' && message.includes('not currently accepting connections')) return 'unavailable';
   if (UNAVAILABLE_MESSAGES.some((m) => message.includes(m))) return 'unavailable';
+  // A shed history read (HistoryReadRejected, seed 000) is a pool timeout: retryable, never the terminal timeout.
   if ((err as { name?: string })?.name === 'PoolTimeoutError') return 'unavailable';
   return 'internal';
 }

@@ -6,6 +6,8 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
+import { BOUNDED } from '../routing/route-predicate.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
 
 export type Restriction = { kind: 'none' } | { kind: 'banned' } | { kind: 'timed_out'; untilSecs: number };
 
@@ -20,7 +22,10 @@ interface PendingLookup {
 export class ModerationRepository {
   private pending: PendingLookup[] = [];
 
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly routed: RoutedReader,
+  ) {}
 
   /**
    * The author's restriction, read on the writer every time (never cached). Lookups
@@ -37,13 +42,13 @@ export class ModerationRepository {
     const batch = this.pending;
     this.pending = [];
     try {
-      const { rows } = await sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
+      const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
         select q.community_id, q.pubkey,
                exists (select 1 from bans b where b.community_id = q.community_id and b.pubkey = q.pubkey
                          and (b.expires_at is null or b.expires_at > now())) as banned,
                (select extract(epoch from max(t.until))::bigint from timeouts t
                  where t.community_id = q.community_id and t.pubkey = q.pubkey and t.until > now()) as until
-          from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)`.execute(this.db.writer);
+          from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)`.execute(db));
       const byKey = new Map(rows.map((r) => [`${r.community_id}:${r.pubkey}`, r]));
       for (const p of batch) {
         const r = byKey.get(`${p.communityId}:${p.pubkey}`);
@@ -57,22 +62,21 @@ export class ModerationRepository {
   }
 
   async isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
-    const row = await this.db.writer
-      .selectFrom('pubkey_allowlist')
-      .select('pubkey')
-      .where('community_id', '=', communityId)
-      .where('pubkey', '=', pubkey)
-      .executeTakeFirst();
+    const row = await this.routed.onWriter('authentication', (db) =>
+      db.selectFrom('pubkey_allowlist').select('pubkey').where('community_id', '=', communityId).where('pubkey', '=', pubkey).executeTakeFirst(),
+    );
     return row !== undefined;
   }
 
+  /**
+   * The one routed permission read (relay.md §4.4): bounded-stale on the replica
+   * when a read budget is set, the writer otherwise; an authorization read, so it
+   * is never capped or shed and always keeps its writer fallback.
+   */
   async isRelayMember(communityId: string, pubkey: string): Promise<boolean> {
-    const row = await this.db.writer
-      .selectFrom('relay_members')
-      .select('pubkey')
-      .where('community_id', '=', communityId)
-      .where('pubkey', '=', pubkey)
-      .executeTakeFirst();
+    const row = await this.routed.read({ path: 'relay_membership', predicate: BOUNDED, operation: 'authorization', span: 'is_relay_member' }, (db) =>
+      db.selectFrom('relay_members').select('pubkey').where('community_id', '=', communityId).where('pubkey', '=', pubkey).executeTakeFirst(),
+    );
     return row !== undefined;
   }
 

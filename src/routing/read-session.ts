@@ -41,7 +41,7 @@ export class ReadSession {
     }
   }
 
-  /** Rolls back and returns the reader connection (and, with issue 5, the history permit). */
+  /** Rolls back and returns the reader connection and releases the history permit (seed 000). */
   release(): void {
     this.tx?.release();
     this.tx = undefined;

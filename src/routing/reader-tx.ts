@@ -10,6 +10,7 @@ import { PoolClient } from 'pg';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { isPoolTimeout, READER_STATEMENT_TIMEOUT_MS } from '../database/pools.js';
+import type { HistoryPermit } from '../history-reads/history-read-gate.js';
 import type { ReaderPoolOperation } from '../metrics/database-metrics.service.js';
 import { ProofEntry, ProofRing } from '../replica-fence/proof-ring.js';
 import { kyselyOn } from './kysely-on-client.js';
@@ -17,8 +18,16 @@ import { kyselyOn } from './kysely-on-client.js';
 /** Steps 2–4 must finish within this (design choice): a reader that cannot prove in time is wrong, not busy. */
 export const PROOF_DEADLINE_MS = 500;
 
+/** Seed 000: the release check (ROLLBACK before the connection is idle again) is bounded; past it the connection is closed. */
+export const READER_RELEASE_CHECK_MS = 5000;
+
 export type ProofFailure = 'reader_acquire_timeout' | 'reader_validation_error' | 'reader_token_behind' | 'reader_proof_timeout';
 
+/**
+ * One proved reader transaction. It owns the connection, the proof entry and, for a history
+ * read, the history permit (seed 000): releasing it releases all three, so a permit can never
+ * outlive the transaction it admitted nor be dropped while the transaction still runs.
+ */
 export class ReaderTx {
   readonly db: Kysely<DB>;
   private released = false;
@@ -27,22 +36,38 @@ export class ReaderTx {
     private readonly client: PoolClient,
     readonly entry: ProofEntry,
     readonly backend: string,
+    private readonly permit?: HistoryPermit,
   ) {
     this.db = kyselyOn(client);
   }
 
-  /** Rolls back and returns the connection; a failed session's connection is destroyed instead. */
+  /**
+   * Rolls back and returns the connection (a failed session's connection is destroyed
+   * instead), and releases the history permit. The connection returns asynchronously through
+   * the release check, bounded at READER_RELEASE_CHECK_MS; the permit is released at once: the
+   * cap bounds history transactions, not connections (§3.4).
+   */
   release(failed = false): void {
     if (this.released) return;
     this.released = true;
+    this.permit?.release();
     if (failed) {
       this.client.release(new Error('replica session failed'));
       return;
     }
-    this.client.query('ROLLBACK').then(
-      () => this.client.release(),
-      (err: Error) => this.client.release(err),
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<Error>((resolve) => {
+      timer = setTimeout(() => resolve(new Error('reader release check timed out')), READER_RELEASE_CHECK_MS);
+      timer.unref();
+    });
+    const rollback = this.client.query('ROLLBACK').then(
+      () => undefined,
+      (err: Error) => err,
     );
+    void Promise.race([rollback, bound]).then((err) => {
+      clearTimeout(timer);
+      this.client.release(err);
+    });
   }
 }
 
@@ -71,6 +96,7 @@ export async function openProvedReader(
   ring: ProofRing,
   aurora: AuroraIdentityCache,
   operation: ReaderPoolOperation,
+  permit?: HistoryPermit,
 ): Promise<ReaderTx | ProofFailure> {
   let client: PoolClient;
   try {
@@ -82,7 +108,7 @@ export async function openProvedReader(
   const deadline = new Promise<'reader_proof_timeout'>((resolve) => {
     timer = setTimeout(() => resolve('reader_proof_timeout'), PROOF_DEADLINE_MS);
   });
-  const proof = prove(client, ring, aurora);
+  const proof = prove(client, ring, aurora, permit);
   proof.catch(() => undefined);
   const outcome = await Promise.race([proof, deadline]);
   clearTimeout(timer);
@@ -92,7 +118,7 @@ export async function openProvedReader(
   return outcome;
 }
 
-async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentityCache): Promise<ReaderTx | ProofFailure> {
+async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentityCache, permit: HistoryPermit | undefined): Promise<ReaderTx | ProofFailure> {
   const isAurora = await aurora.probe(client);
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
@@ -127,5 +153,5 @@ async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentity
   } catch {
     return 'reader_validation_error';
   }
-  return new ReaderTx(client, resolved.entry, row.backend);
+  return new ReaderTx(client, resolved.entry, row.backend, permit);
 }

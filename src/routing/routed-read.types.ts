@@ -3,7 +3,7 @@ import type { Author } from './recent-writes.js';
 import type { RoutePredicate } from './route-predicate.js';
 import type { ReaderTx } from './reader-tx.js';
 
-/** §2.2: history reads are capped and shed (issue 5); authorization reads always keep the writer fallback. */
+/** §2.2: history reads are capped and shed (seed 000); authorization reads always keep the writer fallback. */
 export type ReaderOperation = 'subscription_history' | 'authorization';
 
 export interface RouteRequest {
@@ -20,16 +20,20 @@ export interface RouteRequest {
 /**
  * The outcome of a route decision. A writer decision is already recorded; a replica decision
  * is recorded by whoever serves the page, so each request records exactly one event.
- * Rejections (issue 5: history cap, saturated reader) are not a variant here on purpose: they
- * are thrown as {@link HistoryReadRejected}, so no call site can fall through to the writer.
+ * Rejections (seed 000: history cap, saturated reader) are not a variant here on purpose: they
+ * are thrown as {@link HistoryReadRejected} out of route(), read() and session(), so the only
+ * values a call site can branch on are the two it may serve from; no call site can fall through
+ * to the writer on a rejection.
  */
 export type RouteDecision =
   | { readonly target: 'writer' }
   | { readonly target: 'replica'; readonly tx: ReaderTx; readonly verdict: 'covered' | 'fresh' };
 
 /**
- * A shed history read (seed 000). Named like a pool timeout so the transports answer it with
- * their retryable database-unavailable replies (classifyDbError → `unavailable`).
+ * A shed history read (seed 000): the typed pool-timeout error. Named like a pool timeout so
+ * the transports answer it with their retryable database-unavailable replies (classifyDbError
+ * → `unavailable`: WS `CLOSED error: database error`, HTTP 503 `database unavailable`), never
+ * with the terminal `query timed out`.
  */
 export class HistoryReadRejected extends Error {
   override readonly name = 'PoolTimeoutError';

@@ -10,7 +10,8 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { classifyDbError } from '../database/pg-errors.js';
-import { DatabaseMetrics, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
+import { HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
+import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
@@ -19,7 +20,7 @@ import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePredicate } from './route-predicate.js';
-import { ReaderOperation, RouteDecision, RouteRequest } from './routed-read.types.js';
+import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest } from './routed-read.types.js';
 
 type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: 'disabled' | 'stale'; spill?: SpillReason };
 
@@ -34,7 +35,10 @@ export class RoutedReader {
     private readonly db: DatabaseService,
     private readonly fence: ReplicaFenceService,
     private readonly metrics: DatabaseMetrics,
-  ) {}
+    private readonly gate: HistoryReadGate,
+  ) {
+    if (config.bench.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
+  }
 
   /** Bounded-read budget B in ms; 0 = off (which also keeps the generic seams dark). */
   get budgetMs(): number {
@@ -51,7 +55,8 @@ export class RoutedReader {
 
   /**
    * §2.4. A writer outcome is recorded here; a replica outcome must be recorded by the caller
-   * after serving (read() and session() do). Rejections (issue 5) will be thrown.
+   * after serving (read() and session() do). A shed history read (seed 000) is recorded here as
+   * `rejected/<reason>` and thrown as {@link HistoryReadRejected}: it is never a writer outcome.
    */
   async route(req: RouteRequest): Promise<RouteDecision> {
     if (!this.hasReader) return this.toWriter(req.path, 'disabled');
@@ -59,9 +64,14 @@ export class RoutedReader {
     if (newest === undefined) return this.toWriter(req.path, 'uninitialized', 'heartbeat_missing');
     const pre = this.check(req, newest, 'precheck');
     if (!pre.ok) return this.toWriter(req.path, pre.reason, pre.spill);
-    // Issue 5: the history-read permit is taken here, after the pre-check and before the acquire.
-    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, req.operation ?? 'subscription_history');
+    const operation = fallbackOperation(req);
+    // The permit is taken after the pre-check (a read bound for the writer never waits on the
+    // gate) and before the acquire (no connection is held while a read waits for a permit).
+    const permit = operation === 'subscription_history' ? await this.admit(req.path) : undefined;
+    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit);
     if (!(tx instanceof ReaderTx)) {
+      permit?.release();
+      if (tx === 'reader_acquire_timeout' && this.shedsOnSaturation(operation)) this.reject(req.path, 'reader_acquire_timeout');
       if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
       return this.toWriter(req.path, tx, tx);
     }
@@ -176,6 +186,30 @@ export class RoutedReader {
     const ownWrite = req.author ? this.writes.lastWriteAt(req.author) : undefined;
     const fresh = this.fence.ring.ageOf(entry) <= this.budgetMs && (ownWrite === undefined || entry.committedAt > ownWrite);
     return fresh ? { ok: true, verdict: 'fresh' } : { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
+  }
+
+  /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */
+  private async admit(path: RoutePath): Promise<HistoryPermit | undefined> {
+    if (this.config.bench.spillHistory) return undefined;
+    const permit = await this.gate.acquire();
+    if (permit === undefined) this.reject(path, 'history_read_cap');
+    return permit;
+  }
+
+  /**
+   * §3.3: a history read whose reader acquire timed out on a saturated pool (every connection
+   * exists, none idle) is shed. A pool that is not saturated timed out because the reader is
+   * down rather than busy (refused or stalled dials), and the read falls back to the writer.
+   */
+  private shedsOnSaturation(operation: ReaderOperation): boolean {
+    return operation === 'subscription_history' && !this.config.bench.spillHistory && this.db.readerSaturated();
+  }
+
+  /** Records the one route event of a shed read (never a spill) and throws the pool-timeout error. */
+  private reject(path: RoutePath, reason: RejectedReason): never {
+    this.metrics.recordRoute(path, { decision: 'rejected', reason });
+    this.logger.debug({ path, reason }, 'history read shed');
+    throw new HistoryReadRejected(reason);
   }
 
   private toWriter(path: RoutePath, reason: WriterReason, spill?: SpillReason): RouteDecision {

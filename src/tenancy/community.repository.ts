@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
 
 export interface Community {
   readonly id: string;
@@ -11,12 +12,15 @@ export interface Community {
 /** Community lookups. Tenant resolution always reads the writer. */
 @Injectable()
 export class CommunityRepository {
-  constructor(private readonly db: DatabaseService) {}
+  constructor(
+    private readonly db: DatabaseService,
+    private readonly routed: RoutedReader,
+  ) {}
 
   /** Looks the host up in communities first, then in community_host_aliases. */
   async findByHost(hosts: readonly string[]): Promise<Community | undefined> {
     // The first host is the most specific; a direct host beats an alias of the same name.
-    const row = await sql<{ id: string; host: string; archived: boolean }>`
+    const row = await this.routed.onWriter('tenant_resolution', (db) => sql<{ id: string; host: string; archived: boolean }>`
       select id, host, archived from (
         select c.id, c.host, c.host as matched, (c.archived_at is not null) as archived, 0 as rank
           from communities c where c.host = any(${hosts as string[]}::text[])
@@ -26,17 +30,15 @@ export class CommunityRepository {
          where a.host = any(${hosts as string[]}::text[])
       ) m
       order by array_position(${hosts as string[]}::text[], m.matched), m.rank
-      limit 1`.execute(this.db.writer);
+      limit 1`.execute(db));
     const r = row.rows[0];
     return r ? { id: r.id, host: r.host, archived: r.archived } : undefined;
   }
 
   async settings(communityId: string): Promise<{ threadRepliesInChannel: boolean }> {
-    const row = await this.db.writer
-      .selectFrom('communities')
-      .select('thread_replies_in_channel')
-      .where('id', '=', communityId)
-      .executeTakeFirst();
+    const row = await this.routed.onWriter('tenant_resolution', (db) =>
+      db.selectFrom('communities').select('thread_replies_in_channel').where('id', '=', communityId).executeTakeFirst(),
+    );
     return { threadRepliesInChannel: row?.thread_replies_in_channel ?? false };
   }
 

@@ -272,6 +272,17 @@ describe('refusals', () => {
   });
 });
 
+describe('pool checkouts', () => {
+  it('labels the writer-only reads authentication, tenant_resolution and authorization', async () => {
+    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+    for (const operation of ['authentication', 'tenant_resolution', 'authorization']) {
+      const line = metrics.split('\n').find((l) => l.startsWith('buzz_db_pool_acquire_started_total') && l.includes('pool_role="writer"') && l.includes(`operation="${operation}"`));
+      expect(line).toBeDefined();
+      expect(Number(line!.split(' ').pop())).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('tenant isolation', () => {
   it('never shows community A’s rows to community B, on any branch', async () => {
     await writer.query(`insert into communities (host, name) values ('127.0.0.1', 'other')`);

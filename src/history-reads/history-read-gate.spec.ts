@@ -1,0 +1,85 @@
+import { jest } from '@jest/globals';
+import type { AppConfig } from '../config/app-config.js';
+import { HISTORY_PERMIT_WAIT_MS, historyReadCap, HistoryReadGate } from './history-read-gate.js';
+
+const gateFor = (readPoolSize: number) => new HistoryReadGate({ database: { readPoolSize } } as AppConfig);
+
+describe('history_reads (seed 000)', () => {
+  it('cap sizing table: max(1, floor(4n/5))', () => {
+    const table: Array<[number, number]> = [
+      [1, 1],
+      [2, 1],
+      [3, 2],
+      [4, 3],
+      [5, 4],
+      [10, 8],
+      [20, 16],
+      [24, 19],
+      [50, 40],
+    ];
+    for (const [pool, cap] of table) {
+      expect(historyReadCap(pool)).toBe(cap);
+      expect(gateFor(pool).capacity).toBe(cap);
+    }
+    // Every pool of two or more keeps at least one connection free of history reads.
+    for (let n = 2; n <= 200; n++) expect(historyReadCap(n)).toBeLessThan(n);
+  });
+
+  describe('under fake time', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('bounded wait: a full gate rejects after exactly the permit budget, then reopens on release', async () => {
+      const gate = gateFor(2); // one permit
+      const held = await gate.acquire();
+      expect(held).toBeDefined();
+      let outcome: unknown = 'pending';
+      void gate.acquire().then((p) => (outcome = p));
+      await jest.advanceTimersByTimeAsync(HISTORY_PERMIT_WAIT_MS - 1);
+      expect(outcome).toBe('pending');
+      expect(gate.waiting).toBe(1);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(outcome).toBeUndefined();
+      expect(gate.waiting).toBe(0);
+      expect(gate.inUse).toBe(1);
+
+      held!.release();
+      held!.release(); // idempotent: a double release never mints a second permit
+      expect(gate.inUse).toBe(0);
+      const again = await gate.acquire();
+      expect(again).toBeDefined();
+      expect(gate.inUse).toBe(1);
+      again!.release();
+    });
+
+    it('is FIFO: a released permit goes to the oldest waiter, and newcomers queue behind it', async () => {
+      const gate = gateFor(1);
+      const first = (await gate.acquire())!;
+      const order: string[] = [];
+      const a = gate.acquire().then((p) => (order.push('a'), p));
+      await jest.advanceTimersByTimeAsync(100);
+      const b = gate.acquire().then((p) => (order.push('b'), p));
+      first.release();
+      const pa = await a;
+      expect(order).toEqual(['a']);
+      expect(gate.inUse).toBe(1);
+      // A newcomer does not overtake b even though a permit is about to free up.
+      const c = gate.acquire().then((p) => (order.push('c'), p));
+      pa!.release();
+      (await b)!.release();
+      (await c)!.release();
+      expect(order).toEqual(['a', 'b', 'c']);
+      expect(gate.inUse).toBe(0);
+    });
+
+    it('a waiter that timed out is skipped by the hand-off', async () => {
+      const gate = gateFor(1);
+      const first = (await gate.acquire())!;
+      const late = gate.acquire(500);
+      await jest.advanceTimersByTimeAsync(500);
+      expect(await late).toBeUndefined();
+      first.release();
+      expect(gate.inUse).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,41 @@
+/**
+ * The client contract of a shed history read (seed 000; relay.md §2.12, §3.10): it is answered
+ * like an unavailable database, retryable on both transports, never as the terminal timeout.
+ */
+import { ArgumentsHost } from '@nestjs/common';
+import { DatabaseErrorFilter } from '../bridge/database-error.filter.js';
+import { closedReasonFor } from '../database/pg-errors.js';
+import { HistoryReadRejected } from '../routing/routed-read.types.js';
+
+function http(exception: unknown): [number, unknown] {
+  const out: [number, unknown] = [0, undefined];
+  const reply = {
+    status: (s: number) => ((out[0] = s), reply),
+    header: () => reply,
+    send: (b: string) => ((out[1] = JSON.parse(b)), reply),
+  };
+  new DatabaseErrorFilter().catch(exception, { switchToHttp: () => ({ getResponse: () => reply }) } as unknown as ArgumentsHost);
+  return out;
+}
+
+describe('unavailable_database_maps_to_retryable_503', () => {
+  const unavailable: Array<[string, unknown]> = [
+    ['history read shed by the cap', new HistoryReadRejected('history_read_cap')],
+    ['history read shed on a saturated reader', new HistoryReadRejected('reader_acquire_timeout')],
+    ['pool timeout', new Error('timeout exceeded when trying to connect')],
+    ['closed pool', new Error('Cannot use a pool after calling end on the pool')],
+    ['socket failure', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
+    ['connection terminated', new Error('Connection terminated unexpectedly')],
+  ];
+
+  it.each(unavailable)('%s → 503 database unavailable / CLOSED error: database error', (_what, err) => {
+    expect(http(err)).toEqual([503, { error: 'database unavailable' }]);
+    expect(closedReasonFor(err)).toBe('error: database error');
+  });
+
+  it('a statement deadline stays the terminal 503, other errors stay 500', () => {
+    expect(http({ code: '57014', message: 'canceling statement due to statement timeout' })).toEqual([503, { error: 'query timed out' }]);
+    expect(http(Object.assign(new Error('relation "x" does not exist'), { code: '42P01' }))).toEqual([500, { error: 'internal server error' }]);
+    expect(http(new Error('boom'))).toEqual([500, { error: 'internal server error' }]);
+  });
+});
