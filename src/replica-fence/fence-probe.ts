@@ -37,6 +37,8 @@ export interface ProbeSample {
   readonly committedAt: number;
   /** Writer-clock epoch ms. */
   readonly fenceWall: number;
+  /** S: the writer clock sampled under the exclusive floor lock (epoch ms). */
+  readonly sampledAt: number;
   readonly timings: ProbeTimings;
 }
 
@@ -124,7 +126,7 @@ async function runBeat(client: PoolClient, metrics: DatabaseMetrics, timings: Pr
     const hb = await timed(timings, 'heartbeatMs', () => bumpToken(client));
     if (!hb) throw new ProbeError('heartbeat_row_missing', 'replica_heartbeat row missing (migration 0014 not applied?)', timings);
     await timed(timings, 'commitMs', () => client.query('COMMIT'));
-    return { token: hb.token, epoch: hb.epoch, committedAt, fenceWall: fenceWallMs(clockRows[0].s, scan.oldest), timings };
+    return { token: hb.token, epoch: hb.epoch, committedAt, fenceWall: fenceWallMs(clockRows[0].s, scan.oldest), sampledAt: clockRows[0].s.getTime(), timings };
   } catch (err) {
     throw err instanceof ProbeError ? err : classify(err, timings);
   }
@@ -143,7 +145,10 @@ interface ActivityScan {
 async function scanActivity(client: PoolClient): Promise<ActivityScan> {
   const { rows } = await client.query<{ oldest: Date | null; masked: string }>(`
     select least(
-             (select min(xact_start) from pg_stat_activity where pid <> pg_backend_pid()),
+             -- Only client backends can write rows; autovacuum workers and walsenders also
+             -- report xact_start and would drag the wall down for no reason.
+             (select min(xact_start) from pg_stat_activity
+               where pid <> pg_backend_pid() and backend_type = 'client backend'),
              (select min(prepared) from pg_prepared_xacts)
            ) as oldest,
            (select count(*) from pg_stat_activity
