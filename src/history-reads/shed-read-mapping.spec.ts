@@ -2,7 +2,7 @@
  * The client contract of a shed history read (seed 000; relay.md §2.12, §3.10): it is answered
  * like an unavailable database, retryable on both transports, never as the terminal timeout.
  */
-import { ArgumentsHost } from '@nestjs/common';
+import { ArgumentsHost, Logger } from '@nestjs/common';
 import { DatabaseErrorFilter } from '../bridge/database-error.filter.js';
 import { closedReasonFor } from '../database/pg-errors.js';
 import { HistoryReadRejected } from '../routing/routed-read.types.js';
@@ -19,6 +19,9 @@ function http(exception: unknown): [number, unknown] {
 }
 
 describe('unavailable_database_maps_to_retryable_503', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
+
   const unavailable: Array<[string, unknown]> = [
     ['history read shed by the cap', new HistoryReadRejected('history_read_cap')],
     ['history read shed on a saturated reader', new HistoryReadRejected('reader_acquire_timeout')],

@@ -60,6 +60,20 @@ describe('database metric vocabularies', () => {
     expect(waitCounts.every((v) => typeof v.labels.operation === 'string')).toBe(true);
   });
 
+  it('both legacy families require operation (seed 000); summing over it gives the old series', async () => {
+    for (const family of [metrics.legacyAcquireWait, metrics.legacyAcquisitions]) {
+      expect((family as unknown as { labelNames: string[] }).labelNames).toEqual(['pool_role', 'operation', 'outcome']);
+    }
+    const readerTimeouts = async () => (await metrics.legacyAcquisitions.get()).values.filter((v) => v.labels.pool_role === 'reader' && v.labels.outcome === 'timeout');
+    const sum = (vs: Awaited<ReturnType<typeof readerTimeouts>>) => vs.reduce((a, v) => a + v.value, 0);
+    const before = sum(await readerTimeouts()); // read now: prom-client hands out its live sample objects
+    metrics.acquireEnd({ poolRole: 'reader', operation: 'subscription_history' }, 'timeout', 0.15, true);
+    metrics.acquireEnd({ poolRole: 'reader', operation: 'authorization' }, 'timeout', 0.15, true);
+    const after = await readerTimeouts();
+    expect(sum(after) - before).toBe(2);
+    expect(after.map((v) => v.labels.operation).sort()).toEqual(expect.arrayContaining(['authorization', 'subscription_history']));
+  });
+
   it('publishes exactly 16 per-role pool series across the four roles', async () => {
     metrics.publishPools({ writer: { total: 3, idle: 1, max: 20 } });
     const conn = (await register.getSingleMetric('buzz_db_pool_connections')!.get()).values;
