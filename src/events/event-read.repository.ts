@@ -52,9 +52,13 @@ export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expressio
   const conds: Expression<SqlBool>[] = [eb('community_id', '=', scope.communityId), eb('deleted_at', 'is', null)];
   const scoped = scopeCondition(scope);
   if (scoped) conds.push(scoped);
-  if (f.ids) conds.push(sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
-  if (f.authors) conds.push(sql<SqlBool>`pubkey = any(${hexArray(f.authors)}::bytea[])`);
-  if (f.kinds) conds.push(sql<SqlBool>`kind = any(${f.kinds}::int[])`);
+  // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
+  // order, so the one-value case (the common one) would otherwise sort every match.
+  if (f.ids) conds.push(f.ids.length === 1 ? sql<SqlBool>`id = ${hexArray(f.ids)[0]}` : sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
+  if (f.authors) {
+    conds.push(f.authors.length === 1 ? sql<SqlBool>`pubkey = ${hexArray(f.authors)[0]}` : sql<SqlBool>`pubkey = any(${hexArray(f.authors)}::bytea[])`);
+  }
+  if (f.kinds) conds.push(f.kinds.length === 1 ? sql<SqlBool>`kind = ${f.kinds[0]}::int` : sql<SqlBool>`kind = any(${f.kinds}::int[])`);
   if (f.since !== undefined) conds.push(sql<SqlBool>`created_at >= to_timestamp(${f.since})`);
   if (f.until !== undefined && f.before_id === undefined) conds.push(sql<SqlBool>`created_at <= to_timestamp(${f.until})`);
   if (f.until !== undefined && f.before_id !== undefined) {
