@@ -11,7 +11,6 @@ import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
-import { DatabaseService } from '../database/database.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { matchFilter } from '../events/filter.js';
 import { ReadScope } from '../events/read-scope.js';
@@ -22,7 +21,7 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
 import { Branch, branchOf, clampLimit, feedTypes, searchParams, threadParams, windowParams } from './bridge-params.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
-import { SearchRepository } from '../events/search.repository.js';
+import { SearchService } from '../events/search.service.js';
 
 export const AUX_KINDS = [5, 7, 9005, 40003];
 export const AUX_SECOND_HOP_KINDS = [5, 9005];
@@ -36,9 +35,8 @@ export interface BridgeReader {
 @Injectable()
 export class BridgeQueryService {
   constructor(
-    private readonly db: DatabaseService,
     private readonly reads: BridgeReadsRepository,
-    private readonly searches: SearchRepository,
+    private readonly searches: SearchService,
     private readonly queries: EventQueryService,
     private readonly access: ReadAccessService,
     private readonly communities: CommunityRepository,
@@ -202,7 +200,16 @@ export class BridgeQueryService {
 
   private async search(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const p = searchParams(f);
-    const rows = await this.searches.search(this.db.writer, scope, p.text, p.prefix, f, p.limit, (p.page - 1) * p.limit);
+    const rows = await this.searches.search(scope, {
+      text: p.text,
+      prefix: p.prefix,
+      filter: f,
+      limit: p.limit,
+      offset: (p.page - 1) * p.limit,
+      path: 'bridge_search_hydrate',
+      reader: reader.pubkey,
+      strong: strong(f),
+    });
     const { search: _ignored, ...plain } = f;
     return rows.filter((ev) => matchFilter(ev, plain) && eventVisibleToReader(ev, reader.pubkey));
   }

@@ -6,6 +6,7 @@ import { ModerationModule } from '../moderation/moderation.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { SearchRepository } from './search.repository.js';
+import { SearchService } from './search.service.js';
 import { EventQueryService } from './event-query.service.js';
 import { EventReadRepository } from './event-read.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -18,6 +19,7 @@ import { SignatureVerifier } from './signature-verifier.js';
   providers: [
     IngestGates,
     SearchRepository,
+    SearchService,
     {
       provide: SignatureVerifier,
       inject: [APP_CONFIG],
@@ -30,7 +32,7 @@ import { SignatureVerifier } from './signature-verifier.js';
     EventQueryService,
     IngestService,
   ],
-  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, SearchRepository, ChannelsModule, ModerationModule],
+  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, SearchService, ChannelsModule, ModerationModule],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}

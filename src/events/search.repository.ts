@@ -21,21 +21,32 @@ export interface SearchFilter {
 
 @Injectable()
 export class SearchRepository {
-  /** One page of matches in relevance order, within the scope, live rows only. */
-  async search(db: Kysely<DB>, scope: ReadScope, text: string, prefix: boolean, filter: SearchFilter, limit: number, offset: number): Promise<NostrEvent[]> {
+  /** One page of matching ids in relevance order, within the scope, live rows only. */
+  async matchIds(db: Kysely<DB>, scope: ReadScope, text: string, prefix: boolean, filter: SearchFilter, limit: number, offset: number): Promise<string[]> {
     const query = prefix ? sql`to_tsquery('simple', ${prefixQuery(text)})` : sql`websearch_to_tsquery('simple', ${text})`;
     if (prefix && prefixQuery(text) === '') return [];
     const kinds = filter.kinds ? sql`and e.kind = any(${filter.kinds}::int[])` : sql``;
     const authors = filter.authors ? sql`and e.pubkey = any(${filter.authors.map((a) => Buffer.from(a, 'hex'))}::bytea[])` : sql``;
     const since = filter.since !== undefined ? sql`and e.created_at >= to_timestamp(${filter.since})` : sql``;
     const until = filter.until !== undefined ? sql`and e.created_at <= to_timestamp(${filter.until})` : sql``;
-    const { rows } = await sql<EventRow>`
-      select ${EVENT_COLUMNS} from events e
+    const { rows } = await sql<{ id: Buffer }>`
+      select e.id from events e
        where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
          and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until}
        order by ts_rank(e.search_tsv, ${query}) desc, e.created_at desc, e.id asc
        limit ${limit} offset ${offset}`.execute(db);
-    return rows.map(rowToEvent);
+    return rows.map((r) => r.id.toString('hex'));
+  }
+
+  /** Live rows for ids in one community, in the order of `ids` (absent ids are skipped). */
+  async byIds(db: Kysely<DB>, communityId: string, ids: readonly string[]): Promise<NostrEvent[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await sql<EventRow>`
+      select ${EVENT_COLUMNS} from events e
+       where e.community_id = ${communityId}::uuid and e.deleted_at is null
+         and e.id = any(${ids.map((id) => Buffer.from(id, 'hex'))}::bytea[])`.execute(db);
+    const byId = new Map(rows.map((r) => [r.id.toString('hex'), rowToEvent(r)]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
   }
 }
 

@@ -10,9 +10,8 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { closedReasonFor } from '../database/pg-errors.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
-import { DatabaseService } from '../database/database.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
-import { SearchRepository } from '../events/search.repository.js';
+import { SearchService } from '../events/search.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
@@ -32,8 +31,7 @@ export class ReqHandler {
   constructor(
     private readonly queries: EventQueryService,
     private readonly readAccess: ReadAccessService,
-    private readonly search: SearchRepository,
-    private readonly db: DatabaseService,
+    private readonly search: SearchService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
     private readonly limits: RateLimitService,
@@ -148,7 +146,15 @@ export class ReqHandler {
         const { search, ...plain } = f;
         let emitted = 0;
         for (let page = 0; page < SEARCH_MAX_PAGES && emitted < limit; page++) {
-          const rows = await this.search.search(this.db.writer, scope, search ?? '', false, f, SEARCH_PAGE_SIZE, page * SEARCH_PAGE_SIZE);
+          const rows = await this.search.search(scope, {
+            text: search ?? '',
+            prefix: false,
+            filter: f,
+            limit: SEARCH_PAGE_SIZE,
+            offset: page * SEARCH_PAGE_SIZE,
+            path: 'req_search_hydrate',
+            reader: conn.pubkey!,
+          });
           for (const ev of rows) {
             if (emitted >= limit || seen.has(ev.id) || !matchFilter(ev, plain) || !eventVisibleToReader(ev, conn.pubkey!)) continue;
             if (!conn.owns(subId, token)) return;

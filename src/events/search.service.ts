@@ -1,0 +1,44 @@
+/**
+ * NIP-50 search: full-text matching returns ids and ranks only (on the writer,
+ * outside the fence, like upstream's search pool), and every hit is hydrated
+ * through the fenced, routed by-id read, so no unproved row is ever shown. The
+ * hydration is a history read: capped and shed like the others.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrEvent } from '../common/nostr.types.js';
+import type { RoutePath } from '../metrics/database-metrics.service.js';
+import { BOUNDED } from '../routing/route-predicate.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
+import { ReadScope } from './read-scope.js';
+import { SearchFilter, SearchRepository } from './search.repository.js';
+
+export interface SearchRequest {
+  readonly text: string;
+  readonly prefix: boolean;
+  readonly filter: SearchFilter;
+  readonly limit: number;
+  readonly offset: number;
+  readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate'>;
+  readonly reader: string;
+  /** `consistency: "strong"`: hydrate on the writer, unrouted. */
+  readonly strong?: boolean;
+}
+
+@Injectable()
+export class SearchService {
+  constructor(
+    private readonly repo: SearchRepository,
+    private readonly routed: RoutedReader,
+  ) {}
+
+  async search(scope: ReadScope, req: SearchRequest): Promise<NostrEvent[]> {
+    const ids = await this.routed.onWriter('subscription_history', (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
+    if (ids.length === 0) return [];
+    const hydrate = (db: Parameters<SearchRepository['byIds']>[0]) => this.repo.byIds(db, scope.communityId, ids);
+    if (req.strong) return this.routed.onWriter('authorization', hydrate);
+    return this.routed.read(
+      { path: req.path, predicate: BOUNDED, span: 'get_events_by_ids_routed', author: { communityId: scope.communityId, pubkey: req.reader } },
+      hydrate,
+    );
+  }
+}
