@@ -1,7 +1,7 @@
 /**
  * NIP-01 filter → SQL. Every read is confined to one community and to live
  * rows, ordered `created_at DESC, id ASC`. Tag containment is pushed down to the
- * GIN index; callers re-check the positional NIP-01 match on the rows returned.
+ * GIN index and re-checked positionally in SQL, so LIMIT counts only real matches.
  */
 import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
@@ -9,6 +9,7 @@ import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
+import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 
 type Eb = ExpressionBuilder<DB, 'events'>;
 
@@ -16,17 +17,10 @@ type Eb = ExpressionBuilder<DB, 'events'>;
 export class EventReadRepository {
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
+    if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit);
     const rows = await db
       .selectFrom('events')
-      .select([
-        'id',
-        'pubkey',
-        sql<string>`extract(epoch from created_at)::bigint`.as('created_at'),
-        'kind',
-        'tags',
-        'content',
-        'sig',
-      ])
+      .select(['id', 'pubkey', sql<string>`extract(epoch from created_at)::bigint`.as('created_at'), 'kind', 'tags', 'content', 'sig'])
       .where((eb) => eb.and(whereFilter(eb, scope, filter)))
       // Qualified: a bare `created_at` would name the epoch output column above and
       // defeat every (…, created_at DESC, id) index with a full sort.
@@ -39,13 +33,42 @@ export class EventReadRepository {
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
     if (filter.kinds?.length === 0) return 0;
-    const row = await db
-      .selectFrom('events')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where((eb) => eb.and(whereFilter(eb, scope, filter)))
-      .executeTakeFirstOrThrow();
+    const run = (on: Kysely<DB>) =>
+      on
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where((eb) => eb.and(whereFilter(eb, scope, filter)))
+        .executeTakeFirstOrThrow();
+    // Seed 002: e-tag counts run under the same tighten-only deadline as e-tag pages.
+    const row = hasETags(filter) ? await withStatementDeadline(db, E_TAG_DEADLINE_MS, run) : await run(db);
     return Number(row.n);
   }
+
+  /**
+   * Seed 002's set-based form: the whole filtered select is fenced in a
+   * MATERIALIZED CTE (ORDER/LIMIT outside), so the planner cannot pick the
+   * early-stop backward primary-key walk, under a 20 s tighten-only deadline.
+   */
+  private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
+    const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, (tx) =>
+      tx
+        .with(
+          (cte) => cte('m').materialized(),
+          (qb) => qb.selectFrom('events').select(['id', 'pubkey', 'created_at', 'kind', 'tags', 'content', 'sig']).where((eb) => eb.and(whereFilter(eb, scope, filter))),
+        )
+        .selectFrom('m')
+        .select(['m.id', 'm.pubkey', sql<string>`extract(epoch from m.created_at)::bigint`.as('created_at'), 'm.kind', 'm.tags', 'm.content', 'm.sig'])
+        .orderBy('m.created_at', 'desc')
+        .orderBy('m.id', 'asc')
+        .limit(limit)
+        .execute(),
+    );
+    return (rows as unknown as EventRow[]).map(rowToEvent);
+  }
+}
+
+function hasETags(filter: NostrFilter): boolean {
+  return (filter.tags.e?.length ?? 0) > 0;
 }
 
 export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expression<SqlBool>[] {
@@ -72,6 +95,9 @@ export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expressio
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
     conds.push(sql<SqlBool>`tags @> any(${probes}::jsonb[])`);
+    // Containment also matches reordered or namespaced arrays: re-check NIP-01's
+    // position (element 0 is the name, element 1 a value) before LIMIT.
+    conds.push(sql<SqlBool>`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
   return conds;
 }

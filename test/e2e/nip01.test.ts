@@ -197,6 +197,32 @@ describe('REQ', () => {
     c.close();
   });
 
+  it('matches tags by position before LIMIT (a reversed pair is not a match)', async () => {
+    const c = await RawClient.authed(relay.wsUrl, alice);
+    const topic = `pos-${Math.random().toString(36).slice(2)}`;
+    const real = alice.sign({ kind: 1, content: 'real', created_at: now() - 10, tags: [['t', topic]] });
+    const reversed = alice.sign({ kind: 1, content: 'reversed', created_at: now() - 5, tags: [[topic, 't']] });
+    expect((await c.publish(real))[0]).toBe(true);
+    expect((await c.publish(reversed))[0]).toBe(true);
+    const { events } = await c.req('pos', { '#t': [topic], limit: 1 });
+    expect(events.map((e) => e.id)).toEqual([real.id]);
+    c.send(['COUNT', 'pos-n', { '#t': [topic] }]);
+    expect(await c.waitFor((f) => f[0] === 'COUNT' && f[1] === 'pos-n')).toEqual(['COUNT', 'pos-n', { count: 1 }]);
+    c.close();
+  });
+
+  it('serves #e filters through the fenced form, newest first', async () => {
+    const c = await RawClient.authed(relay.wsUrl, alice);
+    const target = alice.sign({ kind: 1, content: 'target' });
+    await c.publish(target);
+    const refs = [0, 1, 2].map((i) => alice.sign({ kind: 1, content: `ref ${i}`, created_at: now() - 30 + i, tags: [['e', target.id]] }));
+    for (const r of refs) await c.publish(r);
+    const { events, end } = await c.req('etag', { '#e': [target.id], limit: 2 });
+    expect(end[0]).toBe('EOSE');
+    expect(events.map((e) => e.id)).toEqual([refs[2].id, refs[1].id]);
+    c.close();
+  });
+
   it('delivers live events to a matching subscription only', async () => {
     const reader = await RawClient.authed(relay.wsUrl, newIdentity());
     const topic = `live-${Math.random().toString(36).slice(2)}`;
