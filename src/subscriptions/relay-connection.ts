@@ -41,6 +41,9 @@ export class RelayConnection {
   fanoutChain: Promise<void> = Promise.resolve();
   /** The AUTH being verified, if any; EVENT/REQ/COUNT wait for it. */
   pendingAuth: Promise<void> | undefined;
+  /** REQs read but not yet claimed: sub id → the frame's sequence number (latest wins). */
+  private readonly pendingReqs = new Map<string, number>();
+  private frameSeq = 0;
   private inflightSends = 0;
   private consecutiveFull = 0;
   private cancelled = false;
@@ -78,9 +81,34 @@ export class RelayConnection {
     return 'sent';
   }
 
-  /** Mints a new owner token for a sub id, replacing any holder (a same-id REQ replaces). */
-  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope, live = true): number | undefined {
+  /**
+   * Called synchronously when a REQ frame is read, before its checks (which may
+   * wait on the database) run. Frame order decides: a later REQ or a CLOSE for
+   * the same id supersedes this one even if its checks finish first.
+   */
+  noteReq(subId: string): number {
+    const seq = ++this.frameSeq;
+    this.pendingReqs.set(subId, seq);
+    return seq;
+  }
+
+  /** Retires whatever holds the id and voids any REQ for it still in its checks. */
+  retire(subId: string): void {
+    this.pendingReqs.delete(subId);
+    this.subscriptions.delete(subId);
+  }
+
+  /**
+   * Mints a new owner token for a sub id, replacing any holder (a same-id REQ
+   * replaces). A REQ superseded while in its checks (by a later REQ or a CLOSE
+   * for the id), or arriving after teardown, is refused: undefined.
+   */
+  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope, live = true, reqSeq?: number): number | undefined {
     if (this.isCancelled) return undefined;
+    if (reqSeq !== undefined) {
+      if (this.pendingReqs.get(subId) !== reqSeq) return undefined;
+      this.pendingReqs.delete(subId);
+    }
     const token = nextSubscriptionToken++;
     this.subscriptions.set(subId, { token, filters, scope, live });
     return token;
@@ -97,10 +125,16 @@ export class RelayConnection {
     return true;
   }
 
+  /** Drops a REQ's pending mark when it is refused before claiming. */
+  abandonReq(subId: string, reqSeq: number): void {
+    if (this.pendingReqs.get(subId) === reqSeq) this.pendingReqs.delete(subId);
+  }
+
   cancel(code?: number, reason?: string): void {
     if (this.cancelled) return;
     this.cancelled = true;
     this.subscriptions.clear();
+    this.pendingReqs.clear();
     try {
       if (code) this.ws.close(code, reason);
       else this.ws.close();

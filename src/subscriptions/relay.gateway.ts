@@ -111,7 +111,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
       case 'EVENT':
         return void this.events.handle(conn, msg.event);
       case 'REQ':
-        return void this.reqs.handleReq(conn, msg.subId, msg.filters);
+        return void this.reqs.handleReq(conn, msg.subId, msg.filters, conn.noteReq(msg.subId));
       case 'COUNT':
         return void this.reqs.handleCount(conn, msg.subId, msg.filters);
       case 'CLOSE':

@@ -37,7 +37,15 @@ export class ReqHandler {
     private readonly limits: RateLimitService,
   ) {}
 
-  async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
+  async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[], reqSeq: number): Promise<void> {
+    try {
+      await this.runReq(conn, subId, filters, reqSeq);
+    } finally {
+      conn.abandonReq(subId, reqSeq);
+    }
+  }
+
+  private async runReq(conn: RelayConnection, subId: string, filters: NostrFilter[], reqSeq: number): Promise<void> {
     await conn.pendingAuth;
     if (conn.authState !== 'authenticated') {
       conn.send(['NOTICE', 'auth-required: authenticate before subscribing']);
@@ -55,13 +63,13 @@ export class ReqHandler {
         conn.send(['CLOSED', subId, 'error: mixed search and non-search filters not supported']);
         return;
       }
-      const searchToken = conn.claim(subId, filters, scope, false);
+      const searchToken = conn.claim(subId, filters, scope, false, reqSeq);
       if (searchToken === undefined) return;
       const ran = await this.gate.run(() => this.streamSearch(conn, subId, searchToken, filters, scope));
       if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, TOO_MANY_CONCURRENT);
       return;
     }
-    const token = conn.claim(subId, filters, scope);
+    const token = conn.claim(subId, filters, scope, true, reqSeq);
     if (token === undefined) return;
     const run = await this.gate.run(() => this.streamHistory(conn, subId, token, filters, scope));
     if (!run.admitted) this.closeIfOwner(conn, subId, token, TOO_MANY_CONCURRENT);
@@ -87,7 +95,7 @@ export class ReqHandler {
 
   /** Retires whatever holds the id, even an unknown one, then acknowledges. */
   handleClose(conn: RelayConnection, subId: string): void {
-    conn.subscriptions.delete(subId);
+    conn.retire(subId);
     conn.send(['CLOSED', subId, '']);
   }
 
