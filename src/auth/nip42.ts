@@ -4,7 +4,7 @@
  * checked by the caller (off the event loop).
  */
 import { NostrEvent } from '../common/nostr.types.js';
-import { hostWithoutPort, normalizeHost } from '../tenancy/host.js';
+import { hostWithoutPort, isLoopbackHost, normalizeHost } from '../tenancy/host.js';
 
 export const AUTH_KIND = 22242;
 export const AUTH_CLOCK_WINDOW_SECS = 60;
@@ -41,11 +41,9 @@ export function relayTagMatches(relayTag: string, expect: Pick<AuthExpectation, 
   return tagHost !== undefined && sameHost(tagHost, expect.tenantHost);
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 function sameHost(a: string, b: string): boolean {
   if (a === b) return true;
   const [ah, bh] = [hostWithoutPort(a), hostWithoutPort(b)];
   const port = (h: string) => h.slice(hostWithoutPort(h).length);
-  return LOOPBACK.has(ah) && LOOPBACK.has(bh) && port(a) === port(b);
+  return isLoopbackHost(ah) && isLoopbackHost(bh) && port(a) === port(b);
 }

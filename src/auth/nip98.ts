@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { NostrEvent } from '../common/nostr.types.js';
 import { parseEvent } from '../events/event-validation.js';
+import { isLoopbackHost } from '../tenancy/host.js';
 
 export const NIP98_KIND = 27235;
 export const NIP98_CLOCK_WINDOW_SECS = 60;
@@ -57,14 +58,12 @@ export function checkNip98Event(ev: NostrEvent, expect: Nip98Expectation): strin
   return undefined;
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 /** Lowercased scheme and host, trailing slash stripped, loopback spellings equal. */
 function sameUrl(a: string, b: string): boolean {
   const norm = (s: string): string | undefined => {
     try {
       const url = new URL(s);
-      const host = LOOPBACK.has(url.hostname.toLowerCase()) ? 'loopback' : url.hostname.toLowerCase();
+      const host = isLoopbackHost(url.hostname) ? 'loopback' : url.hostname.toLowerCase();
       const path = url.pathname.replace(/\/+$/, '');
       return `${url.protocol}//${host}:${url.port}${path}${url.search}`;
     } catch {

@@ -8,11 +8,9 @@ import { Kysely, sql } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
-import { scopeSql } from '../events/scope-sql.js';
+import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
-
-const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
 
 export interface WindowQuery {
   readonly channelId: string;

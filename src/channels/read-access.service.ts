@@ -14,7 +14,7 @@ export const MAX_EXPLICIT_CHANNELS = 128;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ENGRAM_KIND = 30174;
 
-export type ScopeDecision = { ok: true; scope: ReadScope; singleChannel: boolean } | { ok: false; reason: string };
+export type ScopeDecision = { ok: true; scope: ReadScope } | { ok: false; reason: string };
 
 export type GateWording = 'req' | 'count';
 
@@ -31,13 +31,14 @@ export class ReadAccessService {
       const allowed = await this.access.authorize(communityId, pubkey, requested);
       if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
       const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false };
-      if (allowed.length === 1) return { ok: true, scope, singleChannel: true };
-      return this.gate(filters, pubkey, wording) ?? { ok: true, scope, singleChannel: false };
+      // A REQ pinned to one channel skips the sensitive-kind gates (relay.md §2.6 step 8).
+      if (allowed.length === 1) return { ok: true, scope };
+      return this.gate(filters, pubkey, wording) ?? { ok: true, scope };
     }
     const gate = this.gate(filters, pubkey, wording);
     if (gate) return gate;
     const accessible = await this.access.accessible(communityId, pubkey);
-    return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true }, singleChannel: false };
+    return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true } };
   }
 
   /** Per-filter scope for the bridge: a filter whose requested channels are all inaccessible yields undefined (skipped). */

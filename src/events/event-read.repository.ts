@@ -7,6 +7,7 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
+import { scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
@@ -73,8 +74,8 @@ function hasETags(filter: NostrFilter): boolean {
 
 export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expression<SqlBool>[] {
   const conds: Expression<SqlBool>[] = [eb('community_id', '=', scope.communityId), eb('deleted_at', 'is', null)];
-  const scoped = scopeCondition(scope);
-  if (scoped) conds.push(scoped);
+  // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
+  conds.push(scopeSql(scope, sql.ref('channel_id')));
   // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
   // order, so the one-value case (the common one) would otherwise sort every match.
   if (f.ids) conds.push(f.ids.length === 1 ? sql<SqlBool>`id = ${hexArray(f.ids)[0]}` : sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
@@ -104,12 +105,4 @@ export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expressio
 
 function hexArray(values: readonly string[]): Buffer[] {
   return values.map((v) => Buffer.from(v, 'hex'));
-}
-
-/** Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows. */
-function scopeCondition(scope: ReadScope): Expression<SqlBool> | undefined {
-  if (scope.channels === 'any') return scope.includeGlobal ? undefined : sql<SqlBool>`channel_id is not null`;
-  const ids = scope.channels as string[];
-  if (scope.includeGlobal) return sql<SqlBool>`(channel_id is null or channel_id = any(${ids}::uuid[]))`;
-  return sql<SqlBool>`channel_id = any(${ids}::uuid[])`;
 }

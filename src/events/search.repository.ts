@@ -6,11 +6,9 @@ import { Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { scopeSql } from './scope-sql.js';
+import { EVENT_COLUMNS, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
-
-const EVENT_COLUMNS = sql`e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig`;
 
 export interface SearchFilter {
   readonly kinds?: number[];

@@ -7,7 +7,7 @@ function connection(): { conn: RelayConnection; sent: string[]; slow: number[] }
   const sent: string[] = [];
   const slow: number[] = [];
   const ws = {
-    readyState: WebSocket.OPEN,
+    readyState: WebSocket.OPEN as number,
     bufferedAmount: 0,
     send: (text: string, cb: () => void) => {
       sent.push(text);

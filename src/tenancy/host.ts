@@ -31,3 +31,10 @@ function splitPort(host: string): [string, ...string[]] {
   if (i > 0 && host.indexOf(':') === i) return [host.slice(0, i), host.slice(i + 1)];
   return [host];
 }
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** localhost, 127.0.0.1 and [::1] name one host for auth URL comparisons (port not included). */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname.toLowerCase());
+}
