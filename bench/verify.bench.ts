@@ -1,6 +1,8 @@
 /**
- * Signature verification throughput: synchronous single-thread baseline vs the worker pool,
- * measured in the same run. Build, then `node dist/bench/verify.bench.js [events] [threads]`.
+ * Signature verification throughput, all in one run: the WASM backend (tiny-secp256k1) on one
+ * thread is the baseline; the native backend (libsecp256k1 addon) on one thread, and the worker
+ * pool with each backend, are printed as ratios to it.
+ * Build, then `node dist/bench/verify.bench.js [events] [threads]`.
  *
  * Fixtures are signed with tiny-secp256k1 (fast) and the sync pass also checks they verify.
  */
@@ -10,6 +12,7 @@ import { signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { NostrEvent } from '../src/common/nostr.types.js';
 import { computeEventId } from '../src/events/event-validation.js';
 import { SignatureVerifier, verifyEventSync } from '../src/events/signature-verifier.js';
+import { SchnorrBackend, selectSchnorrBackend } from '../src/events/signature.worker.js';
 
 const EVENTS = Number(process.argv[2] ?? 20_000);
 const THREADS = Number(process.argv[3] ?? availableParallelism());
@@ -53,20 +56,29 @@ function rate(count: number, start: bigint): number {
 
 async function main(): Promise<void> {
   const events = makeEvents(EVENTS);
-  const verifier = new SignatureVerifier({ poolSize: THREADS });
-  try {
+  const backends: SchnorrBackend[] = ['wasm', 'native'];
+  const rows: Array<[string, number]> = [];
+  for (const backend of backends) {
+    if (selectSchnorrBackend(backend, import.meta.url) !== backend) throw new Error(`${backend} backend did not load`);
     syncRate(events.slice(0, 500)); // warm-up: JIT and WASM
-    await poolRate(verifier, events.slice(0, 2000));
-    const sync = syncRate(events);
-    const pool = await poolRate(verifier, events);
-    const stats = verifier.stats();
-    console.log(`events=${EVENTS} cpus=${availableParallelism()} pool_threads=${THREADS}`);
-    console.log(`sync single-thread: ${sync.toFixed(0)} verifications/s (baseline)`);
-    console.log(`worker pool:        ${pool.toFixed(0)} verifications/s`);
-    console.log(`ratio pool/sync:    ${(pool / sync).toFixed(2)}x`);
-    console.log(`batches=${stats.batchesSent} largest_batch=${stats.largestBatch} restarts=${stats.workerRestarts}`);
-  } finally {
-    await verifier.close();
+    rows.push([`${backend}, 1 thread`, syncRate(events)]);
+  }
+  selectSchnorrBackend('auto', import.meta.url);
+  for (const backend of backends) {
+    const verifier = new SignatureVerifier({ poolSize: THREADS, backend });
+    try {
+      await poolRate(verifier, events.slice(0, 2000));
+      rows.push([`${backend}, pool of ${THREADS}`, await poolRate(verifier, events)]);
+      const stats = verifier.stats();
+      console.error(`${backend} pool: batches=${stats.batchesSent} largest_batch=${stats.largestBatch} restarts=${stats.workerRestarts}`);
+    } finally {
+      await verifier.close();
+    }
+  }
+  const baseline = rows[0][1];
+  console.log(`events=${EVENTS} cpus=${availableParallelism()} pool_threads=${THREADS}`);
+  for (const [label, perSecond] of rows) {
+    console.log(`${label.padEnd(20)} ${perSecond.toFixed(0).padStart(7)} verifications/s  ratio ${(perSecond / baseline).toFixed(2)}x`);
   }
 }
 

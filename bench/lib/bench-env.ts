@@ -119,7 +119,9 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
-  const child = spawn(process.execPath, ['--enable-source-maps', RELAY_ENTRY], {
+  // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], {
     env: relayEnv(databaseEnv),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

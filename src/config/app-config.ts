@@ -17,6 +17,8 @@ export interface DatabaseConfig {
   readonly idleTxnTimeoutMs: number;
   readonly autoMigrate: boolean;
   readonly poolMetricsIntervalSecs: number;
+  /** Named (prepared) statements per writer/reader connection; 0 = every statement unnamed. */
+  readonly statementCacheSize: number;
   readonly partitionMonthsAhead: number;
 }
 
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),
       autoMigrate: r.bool('BUZZ_AUTO_MIGRATE', true),
       poolMetricsIntervalSecs: r.int('BUZZ_POOL_METRICS_INTERVAL_SECS', 10, 1, 3600),
+      statementCacheSize: r.int('BUZZ_DB_STATEMENT_CACHE_SIZE', 100, 0, 10_000),
       partitionMonthsAhead: r.int('BUZZ_PARTITION_MONTHS_AHEAD', 3, 0, 36),
     },
     replica: {

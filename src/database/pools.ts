@@ -15,6 +15,7 @@ import {
   PROBE_STATEMENT_TIMEOUT_MS,
 } from '../replica-fence/replica-fence.constants.js';
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
+import { statementCachingClient } from './statement-cache.js';
 
 export const WRITER_POOL_MIN = 2;
 export const WRITER_ACQUIRE_TIMEOUT_MS = 3000;
@@ -56,6 +57,7 @@ export function createWriterPool(cfg: DatabaseConfig, url: string, onError: Pool
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     onConnect: (client) => prepareWriterSession(client, cfg),
+    Client: statementCachingClient(cfg.statementCacheSize),
   };
   return withErrorListener(new Pool(options), 'writer', onError);
 }
@@ -70,6 +72,7 @@ export function createReaderPool(cfg: DatabaseConfig, url: string, onError: Pool
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     query_timeout: READER_CLIENT_TIMEOUT_MS,
+    Client: statementCachingClient(cfg.statementCacheSize),
   });
   return withErrorListener(pool, 'reader', onError);
 }

@@ -7,7 +7,7 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { scopeSql } from './event-sql.js';
+import { pageBound, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
@@ -27,7 +27,7 @@ export class EventReadRepository {
       // defeat every (…, created_at DESC, id) index with a full sort.
       .orderBy('events.created_at', 'desc')
       .orderBy('events.id', 'asc')
-      .limit(limit)
+      .limit(pageBound(limit))
       .execute();
     return (rows as unknown as EventRow[]).map(rowToEvent);
   }

@@ -10,3 +10,14 @@ export function scopeSql(scope: ReadScope, channel: RawBuilder<unknown> = sql.re
   const ids = scope.channels as string[];
   return scope.includeGlobal ? sql<boolean>`(${channel} is null or ${channel} = any(${ids}::uuid[]))` : sql<boolean>`${channel} = any(${ids}::uuid[])`;
 }
+
+/**
+ * LIMIT and OFFSET as literals, not parameters. With `limit $n` Postgres costs a generic plan for
+ * an unknown row count (a tenth of the estimate) and keeps re-planning every call, which on the
+ * partitioned `events` table costs more than running the query (see database/statement-cache.ts).
+ * A literal lets the prepared statement settle on its generic plan. Only integers get here.
+ */
+export function pageBound(n: number): RawBuilder<number> {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`page bound must be a non-negative integer, got ${n}`);
+  return sql.lit(n);
+}

@@ -23,13 +23,20 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
   SIGNATURE_WORKER_ROLE,
+  SchnorrBackend,
+  SchnorrBackendPreference,
+  SignatureWorkerData,
   VERIFY_CODE,
   VerifiableEvent,
   VerifyBatchRequest,
   VerifyCode,
   WorkerReply,
+  selectSchnorrBackend,
   verifyEventCore,
 } from './signature.worker.js';
+
+/** The backend `verifyEventSync` uses on this thread; workers select their own. */
+const mainThreadBackend = selectSchnorrBackend('auto', import.meta.url);
 
 export type VerifyResult = { ok: true } | { ok: false; reason: string };
 
@@ -47,6 +54,8 @@ export interface SignatureVerifierOptions {
   maxPending?: number;
   /** Batches a worker may hold at once (one running, one waiting in its port); default 2. */
   maxInflightBatches?: number;
+  /** BIP-340 implementation in the workers; default `auto` (native when it loads, else WASM). */
+  backend?: SchnorrBackendPreference;
   /** Called with every worker the pool starts (diagnostics and tests). */
   onWorkerStart?: (worker: Worker) => void;
 }
@@ -59,6 +68,8 @@ export interface SignatureVerifierError extends Error {
 }
 
 export interface SignatureVerifierStats {
+  /** What `auto` resolves to on this machine (the workers load the same addon). */
+  backend: SchnorrBackend;
   workers: number;
   queued: number;
   inflight: number;
@@ -87,6 +98,11 @@ const MAX_RESPAWN_DELAY_MS = 5000;
 
 export function isSignatureVerifierError(error: unknown): error is SignatureVerifierError {
   return error instanceof Error && error.name === 'SignatureVerifierError';
+}
+
+/** The BIP-340 implementation `verifyEventSync` uses in this process. */
+export function schnorrBackend(): SchnorrBackend {
+  return mainThreadBackend;
 }
 
 /** Synchronous verification on the calling thread, for rare events (NIP-42 AUTH, NIP-98). */
@@ -134,6 +150,7 @@ export class SignatureVerifier {
 
   stats(): SignatureVerifierStats {
     return {
+      backend: this.options.backend === 'wasm' ? 'wasm' : mainThreadBackend,
       workers: this.slots.filter((s) => !s.dead).length,
       queued: this.queue.length,
       inflight: this.inflightTotal,
@@ -271,7 +288,7 @@ export class SignatureVerifier {
   }
 
   private startSlot(index: number): WorkerSlot {
-    const worker = createVerifierWorker();
+    const worker = createVerifierWorker(this.options.backend ?? 'auto');
     const slot: WorkerSlot = { worker, inflight: new Map(), inflightEvents: 0, ready: false, dead: false };
     worker.unref();
     worker.on('message', (reply: WorkerReply) => this.onReply(slot, reply));
@@ -335,8 +352,8 @@ run(mod.exports, createRequire(workerData.filename), mod, workerData.filename, p
 
 let transpiledWorker: { filename: string; source: string } | undefined;
 
-function createVerifierWorker(): Worker {
-  const workerData = { role: SIGNATURE_WORKER_ROLE };
+function createVerifierWorker(backend: SchnorrBackendPreference): Worker {
+  const workerData: SignatureWorkerData = { role: SIGNATURE_WORKER_ROLE, anchor: import.meta.url, backend };
   if (!RUNNING_FROM_SOURCE) {
     return new Worker(new URL('./signature.worker.js', import.meta.url), { workerData });
   }

@@ -1,0 +1,117 @@
+/**
+ * Prepared statements on the writer and reader pools (database/statement-cache.ts): which
+ * statements are named, the per-connection cap, and that the history read settles on a generic
+ * plan (no planning per call) on the partitioned `events` table, on the writer and the replica.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Kysely, PostgresDialect } from 'kysely';
+import { Pool, PoolClient } from 'pg';
+import { DB } from '../../src/database/database.types.js';
+import { statementCachingClient } from '../../src/database/statement-cache.js';
+import { EventReadRepository } from '../../src/events/event-read.repository.js';
+import { communityWide } from '../../src/events/read-scope.js';
+import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
+
+let db: TestDatabase;
+const communityId = randomUUID();
+const author = randomBytes(32);
+const pools: Pool[] = [];
+
+function pool(url: string, capacity: number): Pool {
+  const p = new Pool({ connectionString: url, max: 1, Client: statementCachingClient(capacity) });
+  p.on('error', () => undefined);
+  pools.push(p);
+  return p;
+}
+
+async function prepared(client: PoolClient): Promise<Array<{ name: string; generic_plans: number; custom_plans: number }>> {
+  const { rows } = await client.query(`select name, generic_plans::int, custom_plans::int from pg_prepared_statements order by name`);
+  return rows;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const setup = new Pool({ connectionString: db.writerUrl, max: 1 });
+  await setup.query(`insert into communities (id, host) values ($1, $2)`, [communityId, `stmt-${communityId}.test`]);
+  await setup.query(
+    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
+     select $1, decode(md5(g::text) || md5((g + 1)::text), 'hex'),
+            case when g % 10 = 0 then $2 else decode(md5((g % 7)::text) || md5((g % 7)::text), 'hex') end,
+            now() - (g || ' minutes')::interval, case when g % 3 = 0 then 7 else 1 end, '[]', 'row ' || g, $3
+       from generate_series(1, 30000) g`,
+    [communityId, author, randomBytes(64)],
+  );
+  await setup.query('analyze events');
+  await setup.end();
+  await db.waitForReplica();
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end()));
+  await db?.drop();
+});
+
+describe('statement cache', () => {
+  it('names parameterised statements once per connection and leaves the rest unnamed', async () => {
+    const client = await pool(db.writerUrl, 10).connect();
+    try {
+      await client.query('select 1');
+      await client.query('begin');
+      await client.query('select $1::int + 1 as n', [1]);
+      await client.query('commit');
+      const second = await client.query('select $1::int + 1 as n', [41]);
+      expect(second.rows).toEqual([{ n: 42 }]);
+      const names = await prepared(client);
+      expect(names).toHaveLength(1);
+      expect(names[0].name).toMatch(/^buzz_/);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('stops naming new statements at the per-connection capacity', async () => {
+    const client = await pool(db.writerUrl, 2).connect();
+    try {
+      for (const k of [1, 2, 3, 4]) {
+        const { rows } = await client.query(`select $1::int * ${k} as n`, [2]);
+        expect(rows).toEqual([{ n: 2 * k }]);
+      }
+      expect(await prepared(client)).toHaveLength(2);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('prepares nothing at capacity 0', async () => {
+    const client = await pool(db.writerUrl, 0).connect();
+    try {
+      await client.query('select $1::int as n', [1]);
+      expect(await prepared(client)).toEqual([]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it.each([
+    ['writer', () => db.writerUrl],
+    ['replica', () => db.readerUrl],
+  ])('the history read runs on a generic plan after warm-up (%s)', async (_role, url) => {
+    const p = pool(url(), 10);
+    const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: p }) });
+    const repo = new EventReadRepository();
+    const scope = communityWide(communityId);
+    for (let i = 0; i < 8; i++) {
+      const rows = await repo.query(kysely, scope, { tags: {}, extensions: {}, kinds: [1], authors: [author.toString('hex')] }, 20);
+      expect(rows).toHaveLength(20);
+      expect(rows.every((r) => r.pubkey === author.toString('hex') && r.kind === 1)).toBe(true);
+    }
+    const client = await p.connect();
+    try {
+      const stats = (await prepared(client)).filter((s) => s.generic_plans + s.custom_plans > 0);
+      expect(stats).toHaveLength(1);
+      expect(stats[0].generic_plans).toBeGreaterThanOrEqual(2);
+    } finally {
+      client.release();
+    }
+  });
+});
