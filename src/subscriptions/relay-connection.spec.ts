@@ -1,4 +1,5 @@
-import { WebSocket } from 'ws';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
 import { NostrFilter } from '../common/nostr.types.js';
 import { communityWide } from '../events/read-scope.js';
 import { RelayConnection } from './relay-connection.js';
@@ -62,5 +63,41 @@ describe('RelayConnection claims', () => {
     conn.cancel();
     expect(conn.claim('late', filters, scope, true, seq)).toBeUndefined();
     expect(conn.send(['NOTICE', 'x'])).toBe('closed');
+  });
+});
+
+describe('RelayConnection outbound batching', () => {
+  it('sends the frames of one turn in one socket write, in order', async () => {
+    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const accepted = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
+    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const received: string[] = [];
+    const allReceived = new Promise<void>((resolve) =>
+      client.on('message', (data) => {
+        received.push(String(data));
+        if (received.length === 21) resolve();
+      }),
+    );
+    await new Promise((resolve) => client.once('open', resolve));
+    const serverSide = await accepted;
+    try {
+      const socket = (serverSide as unknown as { _socket: { _writev: (...a: unknown[]) => void; _write: (...a: unknown[]) => void } })._socket;
+      const writes: number[] = [];
+      const writev = socket._writev.bind(socket);
+      const write = socket._write.bind(socket);
+      socket._writev = (chunks: unknown[], cb: unknown) => (writes.push(chunks.length), writev(chunks, cb));
+      socket._write = (chunk: unknown, enc: unknown, cb: unknown) => (writes.push(1), write(chunk, enc, cb));
+      const log = { debug: () => undefined } as never;
+      const conn = new RelayConnection(serverSide, 'c1', 'localhost', log, { sendBuffer: 100, slowClientGraceLimit: 3, maxBufferedBytes: 1 << 20 }, () => undefined);
+      for (let i = 0; i < 20; i++) expect(conn.send(['EVENT', 's', { n: i }])).toBe('sent');
+      expect(conn.send(['EOSE', 's'])).toBe('sent');
+      await allReceived;
+      expect(received).toEqual([...Array.from({ length: 20 }, (_, i) => JSON.stringify(['EVENT', 's', { n: i }])), '["EOSE","s"]']);
+      expect(writes).toHaveLength(1);
+    } finally {
+      client.close();
+      server.close();
+    }
   });
 });

@@ -47,6 +47,7 @@ export class RelayConnection {
   private inflightSends = 0;
   private consecutiveFull = 0;
   private cancelled = false;
+  private corked = false;
 
   constructor(
     readonly ws: WebSocket,
@@ -75,10 +76,28 @@ export class RelayConnection {
     }
     this.consecutiveFull = 0;
     this.inflightSends += 1;
+    this.corkUntilNextTick();
     this.ws.send(text, () => {
       this.inflightSends -= 1;
     });
     return 'sent';
+  }
+
+  /**
+   * Frames sent in one turn (a history page, a burst of OKs) leave in one write instead of one
+   * syscall each: the socket is corked at the first send and uncorked once the turn's
+   * callbacks have run. Without a raw socket (tests with a stand-in) frames go out one by one.
+   */
+  private corkUntilNextTick(): void {
+    if (this.corked) return;
+    const socket = (this.ws as unknown as { _socket?: { cork?: () => void; uncork: () => void } })._socket;
+    if (typeof socket?.cork !== 'function') return;
+    this.corked = true;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+    });
   }
 
   /**
