@@ -11,7 +11,7 @@ import { EventBus } from './event-bus.js';
 import { checkEventLimits, parseEvent } from './event-validation.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
-import { isAddressable, isEphemeral, isReplaceable, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
+import { isAddressable, isEphemeral, isKnownKind, isReplaceable, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
 import { StoredEventInput, ThreadPlacement } from './stored-event.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
@@ -67,6 +67,7 @@ export class IngestService {
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
     if (!limits.ok) reject(limits.reason);
+    if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject('restricted: unknown event kind');
     await this.gates.moderationGate(ctx.communityId, event.pubkey);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);

@@ -10,6 +10,7 @@ import {
   isAddressable,
   isEphemeral,
   isGlobalOnlyKind,
+  isKnownKind,
   isPrivateKind,
   isRelayOnlyKind,
   isReplaceable,
@@ -143,5 +144,12 @@ describe('kindMetricLabel', () => {
     for (let kind = 0; kind <= 65_535; kind++) {
       if (!vocabulary.has(kindMetricLabel(kind))) throw new Error(`label for ${kind} outside the vocabulary`);
     }
+  });
+});
+
+describe('known kinds (§5.2 step 6)', () => {
+  it('knows the chat, NIP-29, NIP-01 and relay-signed kinds and nothing in between', () => {
+    for (const kind of [0, 1, 3, 5, 7, 9, 1059, 9000, 9007, 9021, 10002, 30023, 39000, 40002, 45001]) expect(isKnownKind(kind)).toBe(true);
+    for (const kind of [2, 4, 12345, 31999, 65535]) expect(isKnownKind(kind)).toBe(false);
   });
 });

@@ -277,6 +277,14 @@ const KNOWN_KINDS: ReadonlySet<number> = new Set<number>([
   ...RELAY_ONLY_KINDS,
 ]);
 
+/**
+ * Stored kinds the relay accepts (relay.md §5.2 step 6: any other gives `restricted: unknown
+ * event kind`). Ephemeral kinds are judged by their own path (§5.1 step 5), not by this list.
+ */
+export function isKnownKind(kind: number): boolean {
+  return KNOWN_KINDS.has(kind);
+}
+
 /** Label for `buzz_events_received_total{kind}`: the number for a known kind, else `other`. */
 export function kindMetricLabel(kind: number): string {
   return KNOWN_KINDS.has(kind) ? String(kind) : 'other';

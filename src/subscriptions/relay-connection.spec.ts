@@ -82,7 +82,7 @@ describe('RelayConnection outbound batching', () => {
     await new Promise((resolve) => client.once('open', resolve));
     const serverSide = await accepted;
     try {
-      const socket = (serverSide as unknown as { _socket: { _writev: (...a: unknown[]) => void; _write: (...a: unknown[]) => void } })._socket;
+      const socket = (serverSide as unknown as { _socket: { _writev: (chunks: unknown[], cb: unknown) => void; _write: (chunk: unknown, enc: unknown, cb: unknown) => void } })._socket;
       const writes: number[] = [];
       const writev = socket._writev.bind(socket);
       const write = socket._write.bind(socket);

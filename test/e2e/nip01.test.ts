@@ -115,6 +115,17 @@ describe('publishing', () => {
     c.close();
   });
 
+  it('refuses a stored kind the relay does not know, and stores none of it; unknown ephemeral kinds still fan out', async () => {
+    const c = await RawClient.authed(relay.wsUrl, alice);
+    const unknown = alice.sign({ kind: 12345, content: 'mystery' });
+    expect(await c.publish(unknown)).toEqual([false, 'restricted: unknown event kind']);
+    expect(await c.publish(alice.sign({ kind: 31999, tags: [['d', 'x']], content: 'mystery' }))).toEqual([false, 'restricted: unknown event kind']);
+    expect(await c.publish(alice.sign({ kind: 21000, content: 'ephemeral' }))).toEqual([true, '']);
+    const { rows } = await writer.query(`select count(*)::int as n from events where content in ('mystery', 'ephemeral')`);
+    expect(rows[0].n).toBe(0);
+    c.close();
+  });
+
   it('refuses EVENT before AUTH and an event signed by another key', async () => {
     const anon = await RawClient.connect(relay.wsUrl);
     expect(await anon.publish(alice.sign({ kind: 1, content: 'anon' }))).toEqual([false, 'auth-required: not authenticated']);
