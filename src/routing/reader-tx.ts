@@ -118,22 +118,47 @@ export async function openProvedReader(
   return outcome;
 }
 
+/**
+ * Session `statement_timeout` of each pooled reader connection, read once per connection:
+ * `pg_settings` materialises every setting (about 0.5 ms of replica CPU), and nothing in the
+ * relay changes a reader session's own value, only transaction-local ones.
+ */
+const sessionStatementTimeouts = new WeakMap<PoolClient, number>();
+
+/** The tighten-only deadline for this connection: the session value if set and tighter, else 20 s. */
+async function readerDeadlineMs(client: PoolClient): Promise<number> {
+  let session = sessionStatementTimeouts.get(client);
+  if (session === undefined) {
+    const { rows } = await client.query<{ ms: string }>(`select setting as ms from pg_settings where name = 'statement_timeout'`);
+    session = Number(rows[0]?.ms);
+    if (!Number.isSafeInteger(session) || session < 0) throw new Error(`unexpected statement_timeout setting ${rows[0]?.ms}`);
+    sessionStatementTimeouts.set(client, session);
+  }
+  return session === 0 || session > READER_STATEMENT_TIMEOUT_MS ? READER_STATEMENT_TIMEOUT_MS : session;
+}
+
 async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentityCache, permit: HistoryPermit | undefined): Promise<ReaderTx | ProofFailure> {
   const isAurora = await aurora.probe(client);
+  let deadlineMs: number;
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-  } catch (err) {
-    return isPoolTimeout(err) ? 'reader_acquire_timeout' : 'reader_validation_error';
+    deadlineMs = await readerDeadlineMs(client);
+  } catch {
+    return 'reader_validation_error';
   }
   let row: { token: string; epoch: string; backend: string } | undefined;
   try {
+    // One round trip: BEGIN, then the heartbeat read as the transaction's first statement (it
+    // takes the snapshot), which also installs the transaction-local deadline. A proof that
+    // fails below rolls the transaction back, deadline included.
     const identity = isAurora ? `aurora_db_instance_identifier() || ' @ ' || ` : '';
-    const { rows } = await client.query<{ token: string; epoch: string; backend: string }>(
-      `select token::text as token, epoch::text as epoch,
-              ${identity}coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local') || ' pid=' || pg_backend_pid() as backend
+    const results = (await client.query(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+       select token::text as token, epoch::text as epoch,
+              ${identity}coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local') || ' pid=' || pg_backend_pid() as backend,
+              set_config('statement_timeout', '${deadlineMs}', true) as deadline
          from replica_heartbeat where id = 1`,
-    );
-    row = rows[0];
+    )) as unknown as Array<{ rows: Array<{ token: string; epoch: string; backend: string }> }>;
+    row = results[1]?.rows[0];
   } catch (err) {
     logger.warn({ err: (err as Error).message }, 'reader heartbeat read failed');
     return 'reader_validation_error';
@@ -143,15 +168,5 @@ async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentity
   if (resolved.kind === 'epoch_mismatch') return 'reader_validation_error';
   if (resolved.kind === 'token_behind') return 'reader_token_behind';
   logger.debug({ observedToken: row.token, provedToken: resolved.entry.token.toString(), backend: row.backend }, 'reader session proved fence');
-  try {
-    await client.query(
-      `select set_config('statement_timeout',
-                         case when setting::bigint = 0 or setting::bigint > $1 then $1::text else setting end, true)
-         from pg_settings where name = 'statement_timeout'`,
-      [READER_STATEMENT_TIMEOUT_MS],
-    );
-  } catch {
-    return 'reader_validation_error';
-  }
   return new ReaderTx(client, resolved.entry, row.backend, permit);
 }
