@@ -40,7 +40,7 @@ async function transactionTimeout(layer: DatabaseLayer): Promise<{ s: string; ba
 }
 
 async function sessionTimeout(layer: DatabaseLayer): Promise<{ s: string; backend: number }> {
-  const client = await layer.database.acquireReader('history');
+  const client = await layer.database.acquireReader('maintenance');
   try {
     const { rows } = await client.query<{ s: string; backend: number }>(`select current_setting('statement_timeout') as s, pg_backend_pid() as backend`);
     return rows[0];
