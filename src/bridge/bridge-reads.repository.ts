@@ -4,11 +4,12 @@
  * handle to run on, so the caller decides writer or routed reader.
  */
 import { Injectable } from '@nestjs/common';
-import { Kysely, sql } from 'kysely';
+import { Kysely, RawBuilder, sql } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
+import { FENCED_COLUMNS, isEventRefId, referencingCtes } from '../events/event-read.repository.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 
@@ -50,31 +51,27 @@ export class BridgeReadsRepository {
   }
 
   /**
-   * Events of `kinds` whose `e` tags reference any of `targetIds`, in scope,
-   * drained along the (created_at, id) keyset. Set-based (seed 002): one bound
-   * jsonb[] of `[["e",id]]` probes matched with `@> ANY`, and the filtered
-   * select fenced in a MATERIALIZED CTE with ORDER/LIMIT outside, so the planner
-   * probes the GIN tags index instead of walking the primary key backwards
-   * hoping to stop early. Each page runs under the 20 s tighten-only deadline.
+   * Events of `kinds` whose `e`-bearing tags reference any of `targetIds`, in scope, drained
+   * along the (created_at, id) keyset. Set-based (seed 002): the id set is one bound array, and
+   * the filtered select is fenced in a MATERIALIZED CTE with ORDER/LIMIT outside, so the planner
+   * cannot walk the primary key backwards hoping to stop early. The candidates come from
+   * `event_refs` (one btree probe per id, then one primary-key probe per candidate), not from
+   * the GIN tags index: every GIN lookup also scans the index's pending list, which took
+   * seconds per hop at 188 ids once the list had filled (docs/benchmarks.md "Long threads").
+   * Ids the table cannot hold (anything but lowercase 64-hex) keep the seed's GIN form,
+   * `tags @> any($::jsonb[])`, which answers the same containment. Each page runs under the
+   * 20 s tighten-only deadline.
    */
   async referencing(db: Kysely<DB>, scope: ReadScope, targetIds: readonly string[], kinds: readonly number[], pageSize = 1000, maxPages = 64): Promise<NostrEvent[]> {
     if (targetIds.length === 0) return [];
-    const probes = targetIds.map((id) => JSON.stringify([['e', id]]));
     const out: NostrEvent[] = [];
     let after: { at: number; id: string } | undefined;
     for (let page = 0; page < maxPages; page++) {
-      const keyset = after ? sql`and (e.created_at > to_timestamp(${after.at}) or (e.created_at = to_timestamp(${after.at}) and e.id > decode(${after.id}, 'hex')))` : sql``;
+      const matches = targetIds.every(isEventRefId) ? refMatches(scope, targetIds, kinds, after) : ginMatches(scope, targetIds, kinds, after);
       const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => {
         const res = await sql<EventRow>`
-          with m as materialized (
-            select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
-             where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
-               and e.kind = any(${kinds as number[]}::int[])
-               and e.tags @> any(${probes}::jsonb[])
-               and ${scopeSql(scope)} ${keyset}
-          )
-          select m.id, m.pubkey, extract(epoch from m.created_at)::bigint as created_at, m.kind, m.tags, m.content, m.sig
-            from m order by m.created_at asc, m.id asc
+          with ${matches}
+          select ${FENCED_COLUMNS} from m order by m.created_at asc, m.id asc
            limit ${pageSize}`.execute(tx);
         return res.rows;
       });
@@ -168,3 +165,32 @@ export class BridgeReadsRepository {
   }
 }
 
+type Keyset = { at: number; id: string } | undefined;
+
+/** Strictly after the keyset position, over a (created_at, id) pair of columns. */
+function afterKeyset(after: Keyset, at: RawBuilder<unknown>, id: RawBuilder<unknown>) {
+  return after ? sql`and (${at} > to_timestamp(${after.at}) or (${at} = to_timestamp(${after.at}) and ${id} > decode(${after.id}, 'hex')))` : sql``;
+}
+
+/** CTEs `r` and `m` through event_refs (see referencingCtes); the keyset is applied to the references. */
+function refMatches(scope: ReadScope, ids: readonly string[], kinds: readonly number[], after: Keyset) {
+  return referencingCtes(
+    scope.communityId,
+    ids.map((id) => Buffer.from(id, 'hex')),
+    kinds,
+    sql`e.deleted_at is null and ${scopeSql(scope)}`,
+    afterKeyset(after, sql.ref('rf.event_created_at'), sql.ref('rf.event_id')),
+  );
+}
+
+/** CTE `m`, seed 002's form: one jsonb[] of `[["e",id]]` probes matched with `@> ANY` on the GIN tags index. */
+function ginMatches(scope: ReadScope, ids: readonly string[], kinds: readonly number[], after: Keyset) {
+  const probes = ids.map((id) => JSON.stringify([['e', id]]));
+  return sql`m as materialized (
+      select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
+       where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
+         and e.kind = any(${kinds as number[]}::int[])
+         and e.tags @> any(${probes}::jsonb[])
+         and ${scopeSql(scope)} ${afterKeyset(after, sql.ref('e.created_at'), sql.ref('e.id'))}
+    )`;
+}

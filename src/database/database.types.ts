@@ -91,6 +91,19 @@ export interface EventMentionsTable {
   event_kind: number;
 }
 
+/**
+ * PK (community_id, ref_id, event_created_at, event_id) INCLUDE (event_kind): the ids an event's
+ * `e`-bearing tags reference (migration 0016), read by e-tag queries instead of the GIN index.
+ */
+export interface EventRefsTable {
+  community_id: string;
+  /** 32-byte id of the referenced event. */
+  ref_id: Buffer;
+  event_created_at: Timestamp;
+  event_id: Buffer;
+  event_kind: number;
+}
+
 /** PK (community_id, event_created_at, event_id). */
 export interface ThreadMetadataTable {
   community_id: string;
@@ -204,6 +217,7 @@ export interface DB {
   events: EventsTable;
   delivery_log: DeliveryLogTable;
   event_mentions: EventMentionsTable;
+  event_refs: EventRefsTable;
   thread_metadata: ThreadMetadataTable;
   relay_members: RelayMembersTable;
   channels: ChannelsTable;

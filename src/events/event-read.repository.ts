@@ -1,11 +1,12 @@
 /**
  * NIP-01 filter → SQL. Every read is confined to one community and to live
  * rows, ordered `created_at DESC, id ASC`. Tag containment is pushed down to the
- * GIN index and re-checked positionally in SQL, so LIMIT counts only real matches.
+ * GIN index (`#e` ids to the event_refs table instead) and re-checked positionally in
+ * SQL, so LIMIT counts only real matches.
  */
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, Kysely, SqlBool, sql } from 'kysely';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { Expression, ExpressionBuilder, expressionBuilder, Kysely, RawBuilder, SqlBool, sql } from 'kysely';
+import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { pageBound, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
@@ -16,9 +17,10 @@ type Eb = ExpressionBuilder<DB, 'events'>;
 
 @Injectable()
 export class EventReadRepository {
-  async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
+  /** `offset` rows are skipped first (the bridge catch-all's `page`); 0 for every other read. */
+  async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
-    if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit);
+    if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
     const rows = await db
       .selectFrom('events')
       .select(['id', 'pubkey', sql<string>`extract(epoch from created_at)::bigint`.as('created_at'), 'kind', 'tags', 'content', 'sig'])
@@ -28,31 +30,50 @@ export class EventReadRepository {
       .orderBy('events.created_at', 'desc')
       .orderBy('events.id', 'asc')
       .limit(pageBound(limit))
+      .$if(offset > 0, (q) => q.offset(pageBound(offset)))
       .execute();
     return (rows as unknown as EventRow[]).map(rowToEvent);
   }
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
     if (filter.kinds?.length === 0) return 0;
-    const run = (on: Kysely<DB>) =>
-      on
+    const refs = refIds(filter);
+    const run = async (on: Kysely<DB>) => {
+      if (refs) {
+        const { rows } = await sql<{ n: string }>`with ${referencingCtes(scope.communityId, refs, filter.kinds, eventConditions(scope, filter))} select count(*) as n from m`.execute(on);
+        if (rows.length === 0) throw new Error('count returned no row');
+        return rows[0];
+      }
+      return on
         .selectFrom('events')
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .where((eb) => eb.and(whereFilter(eb, scope, filter)))
         .executeTakeFirstOrThrow();
+    };
     // Seed 002: e-tag counts run under the same tighten-only deadline as e-tag pages.
     const row = hasETags(filter) ? await withStatementDeadline(db, E_TAG_DEADLINE_MS, run) : await run(db);
     return Number(row.n);
   }
 
   /**
-   * Seed 002's set-based form: the whole filtered select is fenced in a
-   * MATERIALIZED CTE (ORDER/LIMIT outside), so the planner cannot pick the
-   * early-stop backward primary-key walk, under a 20 s tighten-only deadline.
+   * Seed 002's set-based form: the whole filtered select is fenced in a MATERIALIZED CTE
+   * (ORDER/LIMIT outside), so the planner cannot pick the early-stop backward primary-key walk,
+   * under a 20 s tighten-only deadline. When every `#e` value is a lowercase 64-hex id, the
+   * candidate rows come from `event_refs` (a btree lookup per id, joined to `events` by its
+   * primary key) instead of the GIN tags index, whose pending list every lookup scans; the
+   * positional re-check still runs on the joined rows. Other values keep the GIN prefilter.
    */
-  private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number): Promise<NostrEvent[]> {
-    const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, (tx) =>
-      tx
+  private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset: number): Promise<NostrEvent[]> {
+    const refs = refIds(filter);
+    const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => {
+      if (refs) {
+        const page = offset > 0 ? sql`offset ${offset}` : sql``;
+        const res = await sql<EventRow>`
+          with ${referencingCtes(scope.communityId, refs, filter.kinds, eventConditions(scope, filter))}
+          select ${FENCED_COLUMNS} from m order by m.created_at desc, m.id asc limit ${limit} ${page}`.execute(tx);
+        return res.rows;
+      }
+      return tx
         .with(
           (cte) => cte('m').materialized(),
           (qb) => qb.selectFrom('events').select(['id', 'pubkey', 'created_at', 'kind', 'tags', 'content', 'sig']).where((eb) => eb.and(whereFilter(eb, scope, filter))),
@@ -62,17 +83,78 @@ export class EventReadRepository {
         .orderBy('m.created_at', 'desc')
         .orderBy('m.id', 'asc')
         .limit(limit)
-        .execute(),
-    );
+        .$if(offset > 0, (q) => q.offset(offset))
+        .execute();
+    });
     return (rows as unknown as EventRow[]).map(rowToEvent);
   }
 }
+
+/** The output columns of a fenced `m` CTE, `created_at` as whole epoch seconds. */
+export const FENCED_COLUMNS = sql`m.id, m.pubkey, extract(epoch from m.created_at)::bigint as created_at, m.kind, m.tags, m.content, m.sig`;
+
+/**
+ * CTEs `r` and `m` of the reference-table form (migration 0016), both MATERIALIZED:
+ *
+ * - `r`: the distinct (created_at, id) keys of events in the community whose `e`-bearing tags
+ *   reference one of `ids` (32-byte buffers), of `kinds` when given, after `refKeyset` (over
+ *   `rf.event_created_at` / `rf.event_id`);
+ * - `m`: those events' rows (`e.*` wire columns) that pass `rowConditions` (over `events e`).
+ *
+ * Each id and each candidate is its own LATERAL probe (`offset 0` keeps the planner from
+ * flattening it into a join): an event_refs primary-key lookup per id, then one events
+ * primary-key lookup per candidate, partition-pruned at run time. The cost follows the number of
+ * matches, never the size of the community; as a plain join, small or skewed tables got a hash
+ * join over sequential scans of every partition instead.
+ */
+export function referencingCtes(
+  communityId: string,
+  ids: readonly Buffer[],
+  kinds: readonly number[] | undefined,
+  rowConditions: RawBuilder<unknown>,
+  refKeyset: RawBuilder<unknown> = sql``,
+) {
+  const ofKinds = kinds ? sql`and rf.event_kind = any(${kinds as number[]}::int[])` : sql``;
+  return sql`r as materialized (
+      select distinct x.event_created_at, x.event_id
+        from unnest(${ids as Buffer[]}::bytea[]) as q(ref_id)
+        cross join lateral (
+          select rf.event_created_at, rf.event_id from event_refs rf
+           where rf.community_id = ${communityId}::uuid and rf.ref_id = q.ref_id ${ofKinds} ${refKeyset}
+          offset 0) x
+    ), m as materialized (
+      select c.* from r cross join lateral (
+        select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
+         where e.community_id = ${communityId}::uuid and e.created_at = r.event_created_at and e.id = r.event_id
+           and ${rowConditions}
+        offset 0) c
+    )`;
+}
+
+/** The filter's conditions (positional `e` re-check included) as SQL over the `events e` probe of referencingCtes. */
+function eventConditions(scope: ReadScope, filter: NostrFilter): RawBuilder<unknown> {
+  return sql.join(whereFilter(expressionBuilder<DB, 'events'>(), scope, filter, 'refs'), sql` and `);
+}
+
+/** The `#e` values as 32-byte ids when event_refs can answer for all of them (it stores only lowercase 64-hex). */
+function refIds(filter: NostrFilter): Buffer[] | undefined {
+  const values = filter.tags.e;
+  return values && values.length > 0 && values.every(isEventRefId) ? hexArray(values) : undefined;
+}
+
+/** Whether event_refs can hold `value`: the ids it stores are exactly the lowercase 64-hex strings. */
+export const isEventRefId = isHex64;
 
 function hasETags(filter: NostrFilter): boolean {
   return (filter.tags.e?.length ?? 0) > 0;
 }
 
-export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expression<SqlBool>[] {
+/**
+ * The filter's conditions on an `events` row. `eTags: 'refs'` when the candidates were already
+ * found through event_refs: the `e` GIN prefilter is left out (the planner would otherwise be
+ * free to probe the GIN index again) and only the positional re-check stays.
+ */
+export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): Expression<SqlBool>[] {
   const conds: Expression<SqlBool>[] = [eb('community_id', '=', scope.communityId), eb('deleted_at', 'is', null)];
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
   conds.push(scopeSql(scope, sql.ref('channel_id')));
@@ -95,7 +177,7 @@ export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter): Expressio
     if (values.length === 0) return [sql<SqlBool>`false`];
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
-    conds.push(sql<SqlBool>`tags @> any(${probes}::jsonb[])`);
+    if (key !== 'e' || eTags === 'gin') conds.push(sql<SqlBool>`tags @> any(${probes}::jsonb[])`);
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
     conds.push(sql<SqlBool>`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);

@@ -4,11 +4,25 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely, sql, Transaction } from 'kysely';
+import { isHex64 } from '../common/nostr.types.js';
 import { REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
 import { DB } from '../database/database.types.js';
 import { StoredEventInput, ThreadAnchor } from './stored-event.js';
 
 type Tx = Transaction<DB> | Kysely<DB>;
+
+/**
+ * The ids an event references the way `tags @> '[["e","<id>"]]'` does: every 64-lowercase-hex
+ * element of any tag that holds "e" at any position (migration 0016's SQL applies the same rule).
+ */
+export function eTagRefsOf(tags: readonly (readonly string[])[]): string[] {
+  const out = new Set<string>();
+  for (const tag of tags) {
+    if (!tag.includes('e')) continue;
+    for (const value of tag) if (isHex64(value)) out.add(value);
+  }
+  return [...out];
+}
 
 export interface ParentThreadRow {
   event_id: Buffer;
@@ -57,6 +71,21 @@ export class EventWriteRepository {
         from unnest(${rows.map((r) => r.p)}::text[], ${rows.map((r) => r.i.event.id)}::text[],
                     ${rows.map((r) => r.i.event.created_at)}::bigint[], ${rows.map((r) => r.i.channelId)}::uuid[],
                     ${rows.map((r) => r.i.event.kind)}::int[]) as u(p, id, created_at, channel_id, kind)
+      on conflict do nothing`.execute(tx);
+  }
+
+  /**
+   * The `event_refs` rows of new events (migration 0016): one set-based insert per batch, in the
+   * batch's transaction, so a committed event is never missing from e-tag reads.
+   */
+  async insertRefs(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<void> {
+    const rows = items.flatMap((i) => eTagRefsOf(i.event.tags).map((ref) => ({ i, ref })));
+    if (rows.length === 0) return;
+    await sql`
+      insert into event_refs (community_id, ref_id, event_created_at, event_id, event_kind)
+      select ${communityId}::uuid, decode(u.ref, 'hex'), to_timestamp(u.created_at), decode(u.id, 'hex'), u.kind
+        from unnest(${rows.map((r) => r.ref)}::text[], ${rows.map((r) => r.i.event.created_at)}::bigint[],
+                    ${rows.map((r) => r.i.event.id)}::text[], ${rows.map((r) => r.i.event.kind)}::int[]) as u(ref, created_at, id, kind)
       on conflict do nothing`.execute(tx);
   }
 

@@ -72,6 +72,7 @@ export class EventWriter implements BeforeApplicationShutdown {
     const fresh = firstOccurrences(items).filter((i) => inserted.has(i.event.id));
     await this.repo.applyThreads(tx, communityId, fresh);
     await this.repo.insertMentions(tx, communityId, fresh);
+    await this.repo.insertRefs(tx, communityId, fresh);
     return inserted;
   }
 
