@@ -7,6 +7,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RateLimitModule } from './ratelimit/rate-limit.module.js';
+import { ScaleOutModule } from './redis/scale-out.module.js';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module.js';
 import { TenancyModule } from './tenancy/tenancy.module.js';
 
@@ -32,6 +33,7 @@ export class AppModule {
         SubscriptionsModule,
         BridgeModule,
         HealthModule,
+        ScaleOutModule,
       ],
     };
   }

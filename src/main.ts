@@ -6,6 +6,7 @@
 import 'reflect-metadata';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { bootstrap } from './bootstrap.js';
+import { gracefulShutdown } from './health/graceful-shutdown.js';
 import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
 
 async function main(): Promise<void> {
@@ -27,9 +28,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`buzz-relay: ${signal}, shutting down\n`);
-    await app.close();
+    let code = 0;
+    try {
+      await gracefulShutdown(app, config, (m) => process.stdout.write(`buzz-relay: ${m}\n`));
+    } catch (err) {
+      process.stderr.write(`buzz-relay: shutdown failed: ${(err as Error)?.stack ?? String(err)}\n`);
+      code = 1;
+    }
     await embedded?.stop();
-    process.exit(0);
+    process.exit(code);
   };
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));

@@ -49,6 +49,10 @@ export class BenchConnection {
   private challenge: string | undefined;
   private failure: ((err: Error) => void) | undefined;
   private closedError: Error | undefined;
+  /** Live EVENT frames (not part of a pending REQ's history), e.g. for fan-out latency. */
+  onLiveEvent: ((subId: string, event: NostrEvent) => void) | undefined;
+  /** Called just before publishWindowed hands an event's frame to the socket. */
+  onPublish: ((eventId: string) => void) | undefined;
 
   private constructor(private readonly ws: WebSocket) {
     ws.on('message', (data) => this.onFrame(JSON.parse(data.toString()) as unknown[]));
@@ -91,6 +95,7 @@ export class BenchConnection {
           if (next < items.length) sendNext();
           else if (answered === items.length) resolve(result);
         });
+        this.onPublish?.(item.id);
         this.ws.send(item.frame);
       };
       if (items.length === 0) resolve(result);
@@ -128,6 +133,8 @@ export class BenchConnection {
       waiter?.(b === true, String(c ?? ''));
     } else if (type === 'EVENT' && req) {
       req.ids.push((b as { id: string }).id);
+    } else if (type === 'EVENT') {
+      this.onLiveEvent?.(a as string, b as NostrEvent);
     } else if ((type === 'EOSE' || type === 'CLOSED') && req) {
       this.reqWaiter = undefined;
       req.done(type, type === 'CLOSED' ? String(b ?? '') : undefined);

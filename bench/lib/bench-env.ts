@@ -97,7 +97,7 @@ export function quietPool(url: string, max: number): Pool {
   return pool;
 }
 
-interface RelayChild {
+export interface RelayChild {
   readonly url: string;
   readonly child: ChildProcess;
   output(): string;
@@ -118,7 +118,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
   };
 }
 
-async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
+export async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   const nodeArgs = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], {

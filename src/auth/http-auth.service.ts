@@ -4,6 +4,9 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { HttpError } from '../common/http-error.js';
 import { isHex64 } from '../common/nostr.types.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
+import { replayKey } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
+import { TtlMap } from '../redis/ttl-map.js';
 import { checkNip98Event, decodeNostrAuthorization } from './nip98.js';
 
 export const REPLAY_TTL_SECS = 120;
@@ -19,24 +22,34 @@ export interface HttpAuthRequest {
   readonly xPubkey: string | undefined;
 }
 
+export interface HttpIdentity {
+  readonly pubkey: string;
+  /** The NIP-98 event to mark in the replay set; absent for the `X-Pubkey` dev header. */
+  readonly nip98EventId?: string;
+}
+
 /**
  * Bridge authentication: NIP-98, or the `X-Pubkey` dev header when
  * BUZZ_REQUIRE_AUTH_TOKEN=false. Every failure is a 401 with the spec's text.
- * The replay set is per community and outlives the ±60 s acceptance window.
+ * The replay set is per community and outlives the ±60 s acceptance window; it
+ * lives in Redis when BUZZ_REDIS_URL is set (one set for every pod). The
+ * in-process set is bounded: when full of live marks the oldest goes first.
  */
 @Injectable()
 export class HttpAuthService {
-  private readonly seen = new Map<string, number>();
+  private readonly seen = new TtlMap<true>(REPLAY_TTL_SECS * 1000, REPLAY_MAX_ENTRIES);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly verifier: SignatureVerifier,
+    private readonly redis: RedisService,
   ) {}
 
-  async authenticate(req: HttpAuthRequest): Promise<string> {
+  /** Step 3 of relay.md §3.1. The replay mark (step 5) comes after admission: consumeReplay. */
+  async authenticate(req: HttpAuthRequest): Promise<HttpIdentity> {
     if (!req.authorization && !this.config.requireAuthToken && req.xPubkey !== undefined) {
       if (!isHex64(req.xPubkey)) throw new HttpError(401, 'invalid X-Pubkey hex');
-      return req.xPubkey;
+      return { pubkey: req.xPubkey };
     }
     const decoded = decodeNostrAuthorization(req.authorization);
     if (!decoded.ok) throw new HttpError(401, decoded.error);
@@ -50,25 +63,28 @@ export class HttpAuthService {
     if (failure) throw new HttpError(401, failure);
     const verdict = await this.verifier.verify(decoded.event);
     if (!verdict.ok) throw new HttpError(401, 'NIP-98: invalid signature');
-    if (!this.markFresh(`${req.communityId}:${decoded.event.id}`)) throw new HttpError(401, 'NIP-98: replay detected');
-    return decoded.event.pubkey;
+    return { pubkey: decoded.event.pubkey, nip98EventId: decoded.event.id };
   }
 
-  private markFresh(key: string): boolean {
-    const now = Date.now();
-    const expires = this.seen.get(key);
-    if (expires !== undefined && expires > now) return false;
-    if (this.seen.size >= REPLAY_MAX_ENTRIES) this.evictExpired(now);
-    this.seen.set(key, now + REPLAY_TTL_SECS * 1000);
-    return true;
+  /** Step 5: marks the NIP-98 event as used; a second use is a 401. The dev header has no replay check. */
+  async consumeReplay(communityId: string, identity: HttpIdentity): Promise<void> {
+    if (identity.nip98EventId === undefined) return;
+    if (!(await this.markFresh(communityId, identity.nip98EventId))) throw new HttpError(401, 'NIP-98: replay detected');
   }
 
-  private evictExpired(now: number): void {
-    for (const [k, exp] of this.seen) if (exp <= now) this.seen.delete(k);
-    // Still full of live marks: refuse to grow; the oldest entries go first.
-    for (const k of this.seen.keys()) {
-      if (this.seen.size < REPLAY_MAX_ENTRIES) break;
-      this.seen.delete(k);
+  /**
+   * SET NX EX on the community-scoped mark: shared by every pod with BUZZ_REDIS_URL, in this
+   * process otherwise. A Redis error fails closed, unless BUZZ_REDIS_FAIL_MODE=local, which
+   * falls back to this pod's own set.
+   */
+  private async markFresh(communityId: string, eventId: string): Promise<boolean> {
+    const key = replayKey(communityId, eventId);
+    if (!this.redis.enabled) return this.seen.setIfAbsent(key, true);
+    try {
+      return (await this.redis.client().set(key, '1', 'EX', REPLAY_TTL_SECS, 'NX')) === 'OK';
+    } catch {
+      if (this.config.scaleOut.redisFailMode === 'local') return this.seen.setIfAbsent(key, true);
+      throw new HttpError(401, 'NIP-98: replay check unavailable');
     }
   }
 }

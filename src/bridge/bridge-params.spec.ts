@@ -1,7 +1,7 @@
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../common/nostr.types.js';
 import { parseFilter } from '../events/filter.js';
-import { branchOf, feedTypes, searchParams, threadParams, windowParams } from './bridge-params.js';
+import { branchOf, catchAllParams, feedTypes, MAX_PAGE_OFFSET, searchParams, threadParams, threadWindowRequest, validateExtensions, windowParams } from './bridge-params.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 
 const H = '0b6f1c9e-5a0e-4b9e-9d53-2d2b9b0a1c11';
@@ -92,5 +92,75 @@ describe('parseBridgeFilters', () => {
   it('accepts consistency strong and ignores it on /count', () => {
     expect(parseBridgeFilters(JSON.stringify([{ consistency: 'strong' }]), true)[0].extensions.consistency).toBe('strong');
     expect(parseBridgeFilters(JSON.stringify([{ consistency: 'whatever' }]), false)).toHaveLength(1);
+  });
+});
+
+describe('catch-all page', () => {
+  it('turns page n into an offset of (n-1)*limit, capped like the limit', () => {
+    expect(catchAllParams(filter({ kinds: [0] }))).toEqual({ offset: 0 });
+    expect(catchAllParams(filter({ kinds: [0], page: 1 }))).toEqual({ offset: 0 });
+    expect(catchAllParams(filter({ kinds: [0], limit: 20, page: 3 }))).toEqual({ offset: 40 });
+    expect(catchAllParams(filter({ kinds: [0], limit: 5000, page: 2 }))).toEqual({ offset: 1000 });
+  });
+
+  it.each([
+    [{ page: 0, limit: 10 }, 'invalid filters: page must be an integer >= 1'],
+    [{ page: 1.5, limit: 10 }, 'invalid filters: page must be an integer >= 1'],
+    [{ page: '2', limit: 10 }, 'invalid filters: page must be an integer >= 1'],
+    [{ page: 2 }, 'invalid filters: page requires limit'],
+    [{ page: 102, limit: 1000 }, `invalid filters: page is out of range (at most ${MAX_PAGE_OFFSET} rows may be skipped)`],
+  ])('refuses %j with a 400', (raw, message) => {
+    expect(httpError(() => catchAllParams(filter(raw)))).toEqual({ status: 400, message });
+  });
+});
+
+describe('thread_window', () => {
+  const thread = { depth_limit: 3, '#e': [ID] };
+
+  it('is off when absent or false and a head window when true', () => {
+    expect(threadWindowRequest(filter(thread))).toBeUndefined();
+    expect(threadWindowRequest(filter({ ...thread, thread_window: false }))).toBeUndefined();
+    expect(threadWindowRequest(filter({ ...thread, thread_window: true }))).toEqual({ cursor: undefined });
+    expect(threadWindowRequest(filter({ ...thread, thread_window: { version: 1, direction: 'older', cursor: null } }))).toEqual({ cursor: undefined });
+  });
+
+  it('takes the next_cursor of a bounds overlay back as its cursor', () => {
+    expect(threadWindowRequest(filter({ ...thread, thread_window: { cursor: { created_at: 1700000000, id: ID } } }))).toEqual({ cursor: { createdAt: 1700000000, id: ID } });
+  });
+
+  it.each([
+    [1, 'invalid filters: thread_window must be false, true or a window request object'],
+    ['yes', 'invalid filters: thread_window must be false, true or a window request object'],
+    [[], 'invalid filters: thread_window must be false, true or a window request object'],
+    [{ limit: 5 }, 'invalid filters: thread_window has unknown field "limit"'],
+    [{ version: 2 }, 'invalid filters: thread_window version must be 1'],
+    [{ direction: 'newer' }, 'invalid filters: thread_window direction must be "older"'],
+    [{ cursor: { created_at: 1 } }, 'invalid filters: thread_window cursor must be {"created_at": unix seconds, "id": 64-hex event id}'],
+    [{ cursor: { created_at: -1, id: ID } }, 'invalid filters: thread_window cursor must be {"created_at": unix seconds, "id": 64-hex event id}'],
+    [{ cursor: { created_at: 1, id: 'A'.repeat(64) } }, 'invalid filters: thread_window cursor must be {"created_at": unix seconds, "id": 64-hex event id}'],
+  ])('refuses %j with a 400', (value, message) => {
+    expect(httpError(() => threadWindowRequest(filter({ ...thread, thread_window: value })))).toEqual({ status: 400, message });
+  });
+
+  it('cannot be combined with the forward thread cursor', () => {
+    expect(httpError(() => threadWindowRequest(filter({ ...thread, thread_window: true, thread_cursor: 5 })))).toEqual({
+      status: 400,
+      message: 'invalid filters: thread_window cannot be combined with thread_cursor',
+    });
+  });
+
+  it('allows four windows per query, needs a thread filter, and checks every filter before any read', () => {
+    const check = (raws: object[]) => {
+      const fs = raws.map(filter);
+      validateExtensions(fs, fs.map(branchOf));
+    };
+    const window = { ...thread, thread_window: true };
+    expect(() => check([window, window, window, window])).not.toThrow();
+    expect(httpError(() => check([window, window, window, window, window]))).toEqual({ status: 400, message: 'at most four thread windows per query' });
+    expect(httpError(() => check([{ kinds: [9], thread_window: true }]))).toEqual({
+      status: 400,
+      message: 'invalid filters: thread_window requires depth_limit and exactly one 64-hex #e root',
+    });
+    expect(httpError(() => check([window, { kinds: [0], page: 2 }])).message).toBe('invalid filters: page requires limit');
   });
 });

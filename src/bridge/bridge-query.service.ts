@@ -2,7 +2,8 @@
  * `POST /query` dispatch (relay.md §3.3): each filter is served by exactly one
  * branch; the response is the branches' output in branch order, then filter
  * order. Database failures propagate to DatabaseErrorFilter, which maps them
- * to 503/500 once for every branch.
+ * to 503/500 once for every branch, except thread windows (ThreadWindowService),
+ * which answer with their own strings.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
@@ -19,12 +20,26 @@ import { RouteRequest } from '../routing/routed-read.types.js';
 import { BOUNDED, ChannelScope, fromChannelCursor } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
-import { Branch, branchOf, clampLimit, feedTypes, searchParams, threadParams, windowParams } from './bridge-params.js';
+import {
+  AUX_KINDS,
+  AUX_SECOND_HOP_KINDS,
+  Branch,
+  branchOf,
+  catchAllParams,
+  clampLimit,
+  feedTypes,
+  searchParams,
+  threadParams,
+  threadWindowRequest,
+  validateExtensions,
+  windowParams,
+} from './bridge-params.js';
+import { ThreadWindowService } from './thread-window.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
 import { SearchService } from '../events/search.service.js';
+import { PresenceService, PresenceUnavailableError } from '../redis/presence.service.js';
 
-export const AUX_KINDS = [5, 7, 9005, 40003];
-export const AUX_SECOND_HOP_KINDS = [5, 9005];
+export { AUX_KINDS, AUX_SECOND_HOP_KINDS };
 const BRANCH_ORDER: readonly Branch[] = ['search', 'presence', 'window', 'feed', 'thread', 'catchall'];
 
 export interface BridgeReader {
@@ -41,7 +56,9 @@ export class BridgeQueryService {
     private readonly access: ReadAccessService,
     private readonly communities: CommunityRepository,
     private readonly routed: RoutedReader,
+    private readonly windows: ThreadWindowService,
     @Inject(RelaySigner) private readonly signer: RelaySigner,
+    private readonly presence: PresenceService,
   ) {}
 
   async query(reader: BridgeReader, filters: NostrFilter[]): Promise<NostrEvent[]> {
@@ -49,14 +66,16 @@ export class BridgeQueryService {
     if (branches.includes('search') && branches.some((b) => b !== 'search')) {
       throw new HttpError(400, 'mixed search and non-search filters not supported');
     }
+    validateExtensions(filters, branches);
     const gate = this.access.gate(filters, reader.pubkey, 'count');
     if (gate) throw new HttpError(403, gate.reason);
+    const windowed = await this.threadWindows(reader, filters, branches);
     const out: NostrEvent[] = [];
     for (const branch of BRANCH_ORDER) {
       const seen = new Set<string>();
       for (let i = 0; i < filters.length; i++) {
         if (branches[i] !== branch) continue;
-        const rows = await this.serve(branch, reader, filters[i]);
+        const rows = windowed.get(i) ?? (await this.serve(branch, reader, filters[i]));
         // Search and feeds de-duplicate across their filters; the catch-all does not.
         for (const ev of rows) if (branch === 'catchall' || branch === 'window' || branch === 'thread' || (!seen.has(ev.id) && seen.add(ev.id))) out.push(ev);
       }
@@ -72,8 +91,7 @@ export class BridgeQueryService {
       case 'search':
         return this.search(reader, scope, f);
       case 'presence':
-        // Presence lives in Redis (scale-out); with no shared presence store there is nothing to synthesise.
-        return [];
+        return this.presenceEvents(reader, f);
       case 'window':
         return this.channelWindow(reader, scope, f);
       case 'feed':
@@ -85,9 +103,25 @@ export class BridgeQueryService {
     }
   }
 
+  /**
+   * Presence synthesis (relay.md §3.3 step 2): one relay-signed kind-20001 event per pubkey in
+   * `authors` with a live presence entry, its content the stored status; no `authors`, nothing.
+   * The subject is named by a `p` tag. An unreachable presence store is a 503, not "nobody is here".
+   */
+  private async presenceEvents(reader: BridgeReader, f: NostrFilter): Promise<NostrEvent[]> {
+    try {
+      const live = await this.presence.lookup(reader.communityId, f.authors ?? []);
+      return live.map(({ pubkey, status }) => this.signer.sign({ kind: 20001, tags: [['p', pubkey]], content: status }));
+    } catch (err) {
+      if (err instanceof PresenceUnavailableError) throw new HttpError(503, 'presence unavailable');
+      throw err;
+    }
+  }
+
   private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const out: NostrEvent[] = [];
-    for await (const batch of this.queries.history(scope, [f], false, { path: 'bridge_query', reader: reader.pubkey, honourConsistency: true })) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
+    const ctx = { path: 'bridge_query' as const, reader: reader.pubkey, honourConsistency: true, offset: catchAllParams(f).offset };
+    for await (const batch of this.queries.history(scope, [f], false, ctx)) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
     return out;
   }
 
@@ -172,6 +206,20 @@ export class BridgeQueryService {
       remaining -= rows.length;
     }
     return out;
+  }
+
+  /**
+   * The request's thread windows (relay.md §3.6b), served together under one deadline, one
+   * budget and one authorization read before and after: their output by filter index.
+   */
+  private async threadWindows(reader: BridgeReader, filters: readonly NostrFilter[], branches: readonly Branch[]): Promise<Map<number, NostrEvent[]>> {
+    const jobs = filters.flatMap((f, i) => {
+      const window = branches[i] === 'thread' ? threadWindowRequest(f) : undefined;
+      return window ? [{ i, job: { filter: f, thread: threadParams(f), window } }] : [];
+    });
+    if (jobs.length === 0) return new Map();
+    const outputs = await this.windows.serve(reader, jobs.map((j) => j.job));
+    return new Map(jobs.map((j, k) => [j.i, outputs[k]]));
   }
 
   private async threadReplies(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {

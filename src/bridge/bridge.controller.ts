@@ -16,7 +16,6 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 import { BridgeQueryService, BridgeReader } from './bridge-query.service.js';
@@ -60,7 +59,7 @@ export class BridgeController {
     if (!tenant.ok) throw new HttpError(404, UNKNOWN_HOST_MESSAGE);
     const communityId = tenant.community.id;
     const rawBody = typeof body === 'string' ? body : '';
-    const pubkey = await this.auth.authenticate({
+    const identity = await this.auth.authenticate({
       communityId,
       host: tenant.host,
       path: req.url.split('?')[0],
@@ -69,8 +68,10 @@ export class BridgeController {
       authorization: header(req, 'authorization'),
       xPubkey: header(req, 'x-pubkey'),
     });
-    const quota = this.limits.http(communityId, pubkey);
-    if (!quota.allowed) throw new HttpError(429, quotaMessage(quota.retryAfterSecs));
+    const pubkey = identity.pubkey;
+    const quota = await this.limits.http(communityId, pubkey);
+    if (!quota.allowed) throw new HttpError(quota.unavailable ? 503 : 429, quota.reason);
+    await this.auth.consumeReplay(communityId, identity);
     if (this.config.requireRelayMembership && !(await this.moderation.isRelayMember(communityId, pubkey))) {
       throw new HttpError(403, 'relay_membership_required', {
         error: 'relay_membership_required',

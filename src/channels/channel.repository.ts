@@ -13,6 +13,15 @@ export interface ChannelInfo {
   readonly archived: boolean;
 }
 
+export interface ChannelDetails {
+  readonly id: string;
+  readonly name: string;
+  readonly about: string | null;
+  readonly visibility: ChannelVisibility;
+  readonly channelType: ChannelType;
+  readonly archived: boolean;
+}
+
 export interface NewChannel {
   readonly id: string;
   readonly name: string;
@@ -46,11 +55,17 @@ export class ChannelRepository {
   async accessibleIds(communityId: string, pubkey: string): Promise<string[]> {
     const { rows } = await this.on(undefined, (db) => sql<{ id: string }>`
       select c.id from channels c
-       where c.community_id = ${communityId}::uuid and c.deleted_at is null
-         and (c.visibility = 'open' or exists (
-               select 1 from channel_members m
-                where m.community_id = c.community_id and m.channel_id = c.id
-                  and m.pubkey = ${pubkey} and m.removed_at is null))`.execute(db));
+       where c.community_id = ${communityId}::uuid and c.deleted_at is null and ${readableBy(pubkey)}`.execute(db));
+    return rows.map((r) => r.id);
+  }
+
+  /** Of `channelIds`, the live ones the pubkey may read now (open, or a current member), on `db` (a writer handle). */
+  async readableAmong(db: Kysely<DB>, communityId: string, pubkey: string, channelIds: readonly string[]): Promise<string[]> {
+    if (channelIds.length === 0) return [];
+    const { rows } = await sql<{ id: string }>`
+      select c.id from channels c
+       where c.community_id = ${communityId}::uuid and c.id = any(${channelIds as string[]}::uuid[])
+         and c.deleted_at is null and ${readableBy(pubkey)}`.execute(db);
     return rows.map((r) => r.id);
   }
 
@@ -117,4 +132,65 @@ export class ChannelRepository {
   async softDelete(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
     await tx.updateTable('channels').set({ deleted_at: sql`now()` }).where('community_id', '=', communityId).where('id', '=', channelId).execute();
   }
+
+  /** What the NIP-29 metadata event (39000) publishes about a live channel. */
+  async details(tx: Kysely<DB>, communityId: string, channelId: string): Promise<ChannelDetails | undefined> {
+    const row = await tx
+      .selectFrom('channels')
+      .select(['id', 'name', 'about', 'visibility', 'channel_type', sql<boolean>`archived_at is not null`.as('archived')])
+      .where('community_id', '=', communityId)
+      .where('id', '=', channelId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return row ? { id: row.id, name: row.name, about: row.about, visibility: row.visibility, channelType: row.channel_type, archived: row.archived } : undefined;
+  }
+
+  /** Current members, oldest first (a stable order for the 39001/39002 lists). */
+  async members(tx: Kysely<DB>, communityId: string, channelId: string): Promise<Array<{ pubkey: string; role: ChannelMemberRole }>> {
+    return tx
+      .selectFrom('channel_members')
+      .select(['pubkey', 'role'])
+      .where('community_id', '=', communityId)
+      .where('channel_id', '=', channelId)
+      .where('removed_at', 'is', null)
+      .orderBy('joined_at')
+      .orderBy('pubkey')
+      .execute();
+  }
+
+  /**
+   * Serialises the group-state refreshes of one channel until the transaction ends, so the
+   * refresh that locks last reads every membership change committed before it.
+   */
+  async lockGroupState(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`nip29-state:${communityId}:${channelId}`}, 0))`.execute(tx);
+  }
+
+  /** Newest created_at (epoch seconds) of the live relay-signed state events of a channel, if any. */
+  async latestStateAt(tx: Kysely<DB>, communityId: string, channelId: string, relayPubkey: string, kinds: readonly number[]): Promise<number | undefined> {
+    const { rows } = await sql<{ at: string | null }>`
+      select extract(epoch from max(created_at))::bigint as at from events
+       where community_id = ${communityId}::uuid and pubkey = decode(${relayPubkey}, 'hex')
+         and kind = any(${kinds as number[]}::int[]) and d_tag = ${channelId} and deleted_at is null`.execute(tx);
+    return rows[0]?.at == null ? undefined : Number(rows[0].at);
+  }
+
+  /**
+   * Soft-deletes the live versions of the relay's state events of a channel: before a refresh
+   * inserts the new versions, and for good when the group is deleted. Keyed by the relay's
+   * current pubkey (the addressable coordinate, and what idx_events_parameterized serves).
+   */
+  async supersedeState(tx: Kysely<DB>, communityId: string, channelId: string, relayPubkey: string, kinds: readonly number[]): Promise<void> {
+    await sql`
+      update events set deleted_at = now()
+       where community_id = ${communityId}::uuid and pubkey = decode(${relayPubkey}, 'hex')
+         and kind = any(${kinds as number[]}::int[]) and d_tag = ${channelId} and deleted_at is null`.execute(tx);
+  }
+}
+
+/** A channel row `c` the pubkey may read: open, or it is a current member. */
+function readableBy(pubkey: string) {
+  return sql<boolean>`(c.visibility = 'open' or exists (
+    select 1 from channel_members m
+     where m.community_id = c.community_id and m.channel_id = c.id and m.pubkey = ${pubkey} and m.removed_at is null))`;
 }

@@ -1,7 +1,8 @@
 /**
- * The relay's own key: it signs the overlays the bridge synthesises (39005
- * thread summaries, 39006 window bounds), which are never stored. From
- * BUZZ_RELAY_PRIVATE_KEY when set, otherwise random per process.
+ * The relay's own key. It signs the NIP-29 group state it stores (39000–39003), the overlays
+ * the bridge synthesises and never stores (39005 thread summaries, 39006 window bounds) and the
+ * synthesised presence events. From BUZZ_RELAY_PRIVATE_KEY when set, otherwise random per
+ * process: pods behind one address must share the key, or clients see state signed by several.
  */
 import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';

@@ -52,6 +52,29 @@ export interface RateLimitConfig {
   readonly humanApiCallsPerMin: number;
 }
 
+/** Several pods on one Redis (relay.md §2.8, §2.4, §3.1 step 5, §5.1 step 5). */
+export interface ScaleOutConfig {
+  /**
+   * `BUZZ_REDIS_URL` (redis: or rediss:); unset = one pod: live fan-out, presence, rate-limit
+   * counters and the NIP-98 replay set all stay in this process.
+   */
+  readonly redisUrl: string | undefined;
+  /**
+   * Presence entry lifetime: `BUZZ_PRESENCE_TTL_SECS` (90..180, default 120), or the test hook
+   * `BUZZ_EPHEMERAL_TTL_OVERRIDE` (1..180) when set.
+   */
+  readonly presenceTtlSecs: number;
+  /**
+   * `BUZZ_REDIS_FAIL_MODE`: what quotas and the NIP-98 replay check do when Redis fails.
+   * `closed` (default, relay.md §2.4/§3.1): refuse (`rate-limited: shared admission unavailable`,
+   * `NIP-98: replay check unavailable`). `local`: fall back to this pod's in-process counters and
+   * replay set until Redis answers again, so a Redis outage does not stop ingest.
+   */
+  readonly redisFailMode: 'closed' | 'local';
+  /** `BUZZ_SHUTDOWN_DRAIN_MS`: how long SIGTERM waits for in-flight EVENT/REQ/COUNT work. */
+  readonly shutdownDrainMs: number;
+}
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
@@ -62,7 +85,13 @@ export interface AppConfig {
   readonly bench: BenchSwitches;
   readonly limits: RelayLimits;
   readonly rateLimits: RateLimitConfig;
+  readonly scaleOut: ScaleOutConfig;
   readonly requireRelayMembership: boolean;
+  /**
+   * `BUZZ_ALLOW_NIP_OA_AUTH` (default false): with relay membership required, admit an agent whose
+   * AUTH event carries exactly one valid NIP-OA `auth` tag from an owner who is a relay member.
+   */
+  readonly allowNipOaAuth: boolean;
   readonly pubkeyAllowlist: boolean;
   /** false trusts the `X-Pubkey` dev header on the HTTP bridge (logged as a warning at start). */
   readonly requireAuthToken: boolean;
@@ -75,6 +104,8 @@ export interface AppConfig {
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
 export const DEFAULT_POOL_SIZE = 20;
+export const PRESENCE_TTL_DEFAULT_SECS = 120;
+export const PRESENCE_TTL_MAX_SECS = 180;
 
 export { ConfigError };
 
@@ -120,7 +151,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
       humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
     },
+    scaleOut: {
+      redisUrl: r.optionalUrl('BUZZ_REDIS_URL', ['redis:', 'rediss:']),
+      presenceTtlSecs: r.present('BUZZ_EPHEMERAL_TTL_OVERRIDE')
+        ? r.int('BUZZ_EPHEMERAL_TTL_OVERRIDE', PRESENCE_TTL_DEFAULT_SECS, 1, PRESENCE_TTL_MAX_SECS)
+        : r.int('BUZZ_PRESENCE_TTL_SECS', PRESENCE_TTL_DEFAULT_SECS, 90, PRESENCE_TTL_MAX_SECS),
+      redisFailMode: r.oneOf('BUZZ_REDIS_FAIL_MODE', 'closed', ['closed', 'local']),
+      shutdownDrainMs: r.int('BUZZ_SHUTDOWN_DRAIN_MS', 8000, 0, 300_000),
+    },
     requireRelayMembership: r.bool('BUZZ_REQUIRE_RELAY_MEMBERSHIP', false),
+    allowNipOaAuth: r.bool('BUZZ_ALLOW_NIP_OA_AUTH', false),
     pubkeyAllowlist: r.bool('BUZZ_PUBKEY_ALLOWLIST', false),
     requireAuthToken: r.bool('BUZZ_REQUIRE_AUTH_TOKEN', false),
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),

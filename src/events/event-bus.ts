@@ -5,13 +5,20 @@ export interface PublishedEvent {
   readonly communityId: string;
   readonly event: NostrEvent;
   readonly channelId: string | null;
+  /**
+   * `remote` when another pod accepted the event and it arrived over Redis
+   * (CrossPodFanout); absent or `local` when this pod accepted it. Only local
+   * events are published to other pods.
+   */
+  readonly origin?: 'local' | 'remote';
 }
 
 export type EventListener = (published: PublishedEvent) => void;
 
 /**
- * In-process fan-out of newly stored (and ephemeral) events. Listeners run
- * synchronously and must not throw; a throwing listener is isolated.
+ * In-process fan-out of newly stored (and ephemeral) events, whether this pod
+ * accepted them or another pod did (relay.md §2.8). Listeners run synchronously
+ * and must not throw; a throwing listener is isolated.
  */
 @Injectable()
 export class EventBus {

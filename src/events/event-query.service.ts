@@ -31,6 +31,8 @@ export interface HistoryContext {
   readonly reader?: string;
   /** `/query` only: honour `"consistency": "strong"` (serve that filter from the writer). */
   readonly honourConsistency?: boolean;
+  /** `/query` catch-all `page` only: rows to skip before each filter's page (relay.md §3.3). */
+  readonly offset?: number;
 }
 
 @Injectable()
@@ -90,7 +92,7 @@ export class EventQueryService {
   private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
     const limit = effectiveLimit(filter);
     if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
-    const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit);
+    const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit, ctx?.offset);
     if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work, 'query_events');
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx) }, work);

@@ -11,11 +11,13 @@ import { EventBus } from './event-bus.js';
 import { checkEventLimits, parseEvent } from './event-validation.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
-import { isAddressable, isEphemeral, isKnownKind, isReplaceable, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
+import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
 import { StoredEventInput, ThreadPlacement } from './stored-event.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GroupCommandService, GroupEffect } from '../channels/group-commands.service.js';
+import { GroupStateService } from '../channels/group-state.service.js';
+import { PresenceService } from '../redis/presence.service.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { reject, Rejection } from './rejection.js';
 
@@ -31,6 +33,8 @@ export interface IngestContext {
 }
 
 const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
+/** Over HTTP these give 400 (relay.md §3.2): presence needs a socket, gift wraps are WS-only upstream. */
+const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.GIFT_WRAP, KIND.PRESENCE]);
 
 
 @Injectable()
@@ -45,6 +49,8 @@ export class IngestService {
     private readonly gates: IngestGates,
     private readonly groups: GroupCommandService,
     private readonly access: ChannelAccessService,
+    private readonly groupState: GroupStateService,
+    private readonly presence: PresenceService,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -62,7 +68,7 @@ export class IngestService {
   }
 
   private async accept(event: NostrEvent, ctx: IngestContext): Promise<IngestResult> {
-    this.earlyKindGate(event);
+    this.earlyKindGate(event, ctx.transport);
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -72,7 +78,8 @@ export class IngestService {
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
     if (isEphemeral(event.kind)) {
-      // Ephemeral events are never stored: fan out only.
+      // Ephemeral events are never stored: presence is recorded (Redis or in process), then fan-out only.
+      if (event.kind === KIND.PRESENCE) await this.presence.apply(ctx.communityId, event);
       this.bus.publish({ communityId: ctx.communityId, event, channelId: channel.channelId });
       return { accepted: true, message: '', eventId: event.id };
     }
@@ -90,9 +97,10 @@ export class IngestService {
     return { accepted: true, message: '', eventId: event.id };
   }
 
-  private earlyKindGate(event: NostrEvent): void {
+  private earlyKindGate(event: NostrEvent, transport: IngestContext['transport']): void {
     if (event.kind === 22242) reject('invalid: AUTH events cannot be submitted');
     if (RELAY_ONLY_KINDS.has(event.kind)) reject('restricted: relay-only kind');
+    if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
     if (/\u0000/.test(event.content) || event.tags.some((t) => t.some((v) => v.includes('\u0000')))) {
       reject('invalid: NUL characters are not allowed in content or tags');
     }
@@ -135,14 +143,19 @@ export class IngestService {
   /** A NIP-29 command and its state change commit together. */
   private async storeGroupCommand(communityId: string, item: StoredEventInput, channelId: string): Promise<'stored' | 'duplicate'> {
     let effect: GroupEffect | undefined;
+    let state: NostrEvent[] = [];
     const outcome = await this.writer.transaction(true, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(item.event.id)) return 'duplicate' as const;
       effect = await this.groups.apply(tx, communityId, item.event, channelId);
+      // Relay-signed NIP-29 state (39000–39003) replaces its previous versions in this transaction.
+      state = await this.groupState.refresh(tx, communityId, item.event.kind, channelId);
+      await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: channelId, thread: null, mentions: [] })));
       return 'stored' as const;
     });
     if (effect?.accessChanged === 'everyone') this.access.invalidate(communityId);
     else for (const pk of effect?.accessChanged ?? []) this.access.invalidate(communityId, pk);
+    for (const event of state) this.bus.publish({ communityId, event, channelId });
     return outcome;
   }
 

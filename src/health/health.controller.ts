@@ -2,24 +2,24 @@ import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { DatabaseService } from '../database/database.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { RedisService } from '../redis/redis.service.js';
+import { LifecycleState } from './lifecycle-state.js';
 
 /**
  * Liveness says the process serves HTTP. Readiness needs the writer (acquire
- * plus SELECT 1 within 2 s); the reader's state is reported, never required,
- * because every read can be served by the writer.
+ * plus SELECT 1 within 2 s) and a process that is not draining. The reader's and
+ * Redis's states are reported, never required: every read can be served by the
+ * writer, and a pod without Redis still serves its own clients (relay.md §6.1: a
+ * failing shared dependency does not de-route the pod).
  */
 @Controller()
 export class HealthController {
-  private shuttingDown = false;
-
   constructor(
     private readonly db: DatabaseService,
     private readonly metrics: RelayMetrics,
+    private readonly redis: RedisService,
+    private readonly lifecycle: LifecycleState,
   ) {}
-
-  markShuttingDown(): void {
-    this.shuttingDown = true;
-  }
 
   @Get(['healthz', 'health', '_liveness'])
   live(@Res() reply: FastifyReply): void {
@@ -29,9 +29,15 @@ export class HealthController {
   @Get(['readyz', '_readiness'])
   async ready(@Res() reply: FastifyReply): Promise<void> {
     const [writer, reader] = await Promise.all([this.db.writerReachable(), this.db.pingReader()]);
-    const ready = writer && !this.shuttingDown;
+    const draining = this.lifecycle.draining;
+    const ready = writer && !draining;
     this.metrics.readinessState.set(ready ? 1 : 0);
-    const body = { status: this.shuttingDown ? 'shutting_down' : ready ? 'ready' : 'not_ready', writer: writer ? 'reachable' : 'unreachable', reader };
+    const body = {
+      status: draining ? 'shutting_down' : ready ? 'ready' : 'not_ready',
+      writer: writer ? 'reachable' : 'unreachable',
+      reader,
+      redis: this.redis.state,
+    };
     void reply.status(ready ? 200 : 503).header('content-type', 'application/json').send(JSON.stringify(body));
   }
 }

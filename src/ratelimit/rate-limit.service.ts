@@ -1,41 +1,97 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { counter } from '../metrics/metric-factory.js';
-import { RateDecision, SlidingWindowLimiter } from './sliding-window.js';
+import { rateLimitKey } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
+import { Bucket, SharedSlidingWindow } from './shared-sliding-window.js';
+import { quotaMessage, SlidingWindowLimiter } from './sliding-window.js';
 
 export type WsVerb = 'EVENT' | 'REQ' | 'COUNT';
+type BucketName = 'ws' | 'msg' | 'api';
+
+export const SHARED_ADMISSION_UNAVAILABLE = 'rate-limited: shared admission unavailable';
+
+/** `reason` is the wire text; `unavailable` marks the fail-closed refusal when Redis fails (HTTP 503). */
+export type AdmissionDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string; readonly unavailable: boolean };
+
+const ADMITTED: AdmissionDecision = { allowed: true };
 
 /**
- * Per-(community, pubkey) quotas: WebSocket EVENT/REQ/COUNT frames per second,
- * EVENT messages per minute, HTTP bridge calls per minute. AUTH and CLOSE are
- * never limited. Counters live in this process (one pod's view).
+ * Per-(community, pubkey) quotas (relay.md §2.4, §3.1 step 4): WebSocket
+ * EVENT/REQ/COUNT frames per second, EVENT messages per minute, HTTP bridge calls
+ * per minute. AUTH and CLOSE are never limited. With BUZZ_REDIS_URL the counters
+ * are shared by every pod and a Redis failure refuses the request (fail closed),
+ * or with BUZZ_REDIS_FAIL_MODE=local is counted in this process instead; without
+ * BUZZ_REDIS_URL they live in this process.
  */
 @Injectable()
 export class RateLimitService {
-  private readonly wsFrames: SlidingWindowLimiter;
-  private readonly messages: SlidingWindowLimiter;
-  private readonly api: SlidingWindowLimiter;
+  private readonly local: Record<BucketName, SlidingWindowLimiter>;
+  private readonly windows: Record<BucketName, { limit: number; windowMs: number }>;
+  private readonly shared: SharedSlidingWindow | undefined;
+  private readonly localFallback: boolean;
+  private readonly fallbacks = counter({
+    name: 'buzz_admission_local_fallbacks_total',
+    help: 'Admission checks counted in process because Redis failed (BUZZ_REDIS_FAIL_MODE=local)',
+    labelNames: ['transport'],
+  });
   private readonly rejections = counter({ name: 'buzz_admission_rejections_total', help: 'Requests refused by admission quotas', labelNames: ['transport', 'reason'] });
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, redis: RedisService) {
     const r = config.rateLimits;
-    this.wsFrames = new SlidingWindowLimiter(r.humanWsEventsPerSec, 1000);
-    this.messages = new SlidingWindowLimiter(r.humanMessagesPerMin, 60_000);
-    this.api = new SlidingWindowLimiter(r.humanApiCallsPerMin, 60_000);
+    this.windows = {
+      ws: { limit: r.humanWsEventsPerSec, windowMs: 1000 },
+      msg: { limit: r.humanMessagesPerMin, windowMs: 60_000 },
+      api: { limit: r.humanApiCallsPerMin, windowMs: 60_000 },
+    };
+    this.local = {
+      ws: new SlidingWindowLimiter(this.windows.ws.limit, this.windows.ws.windowMs),
+      msg: new SlidingWindowLimiter(this.windows.msg.limit, this.windows.msg.windowMs),
+      api: new SlidingWindowLimiter(this.windows.api.limit, this.windows.api.windowMs),
+    };
+    this.localFallback = config.scaleOut.redisFailMode === 'local';
+    this.shared = redis.enabled ? new SharedSlidingWindow(() => redis.client(), randomUUID()) : undefined;
   }
 
-  ws(communityId: string, pubkey: string, verb: WsVerb): RateDecision {
-    const key = `${communityId}:${pubkey}`;
-    let d = this.wsFrames.hit(key);
-    if (d.allowed && verb === 'EVENT') d = this.messages.hit(key);
-    if (!d.allowed) this.rejections.inc({ transport: 'websocket', reason: 'quota' });
-    return d;
+  ws(communityId: string, pubkey: string, verb: WsVerb): Promise<AdmissionDecision> {
+    return this.admit('websocket', communityId, pubkey, verb === 'EVENT' ? ['ws', 'msg'] : ['ws']);
   }
 
-  http(communityId: string, pubkey: string): RateDecision {
-    const d = this.api.hit(`${communityId}:${pubkey}`);
-    if (!d.allowed) this.rejections.inc({ transport: 'http', reason: 'quota' });
-    return d;
+  http(communityId: string, pubkey: string): Promise<AdmissionDecision> {
+    return this.admit('http', communityId, pubkey, ['api']);
+  }
+
+  private async admit(transport: 'websocket' | 'http', communityId: string, pubkey: string, names: BucketName[]): Promise<AdmissionDecision> {
+    let retryAfterSecs: number;
+    try {
+      retryAfterSecs = this.shared ? await this.sharedHit(communityId, pubkey, names) : this.localHit(`${communityId}:${pubkey}`, names);
+    } catch {
+      if (!this.localFallback) {
+        this.rejections.inc({ transport, reason: 'unavailable' });
+        return { allowed: false, reason: SHARED_ADMISSION_UNAVAILABLE, unavailable: true };
+      }
+      this.fallbacks.inc({ transport });
+      retryAfterSecs = this.localHit(`${communityId}:${pubkey}`, names);
+    }
+    if (retryAfterSecs === 0) return ADMITTED;
+    this.rejections.inc({ transport, reason: 'quota' });
+    return { allowed: false, reason: quotaMessage(retryAfterSecs), unavailable: false };
+  }
+
+  /** 0 when admitted, else whole seconds to wait (at least 1). */
+  private localHit(key: string, names: readonly BucketName[]): number {
+    for (const name of names) {
+      const d = this.local[name].hit(key);
+      if (!d.allowed) return d.retryAfterSecs;
+    }
+    return 0;
+  }
+
+  private async sharedHit(communityId: string, pubkey: string, names: readonly BucketName[]): Promise<number> {
+    const buckets: Bucket[] = names.map((name) => ({ key: rateLimitKey(communityId, pubkey, name), ...this.windows[name] }));
+    const retryMs = await this.shared!.hit(buckets);
+    return retryMs < 0 ? 0 : Math.max(1, Math.ceil(retryMs / 1000));
   }
 }

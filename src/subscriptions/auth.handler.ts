@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { checkAuthEvent } from '../auth/nip42.js';
+import { ownerProof } from '../auth/nip-oa.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseEvent } from '../events/event-validation.js';
@@ -45,13 +46,16 @@ export class AuthHandler {
         nowSecs: Math.floor(Date.now() / 1000),
       }) &&
       (await this.verifier.verify(parsed.event)).ok;
-    if (!valid || !parsed.ok) {
+    // A NIP-OA owner claim is part of the AUTH event: one that does not verify fails verification.
+    const proof = valid && parsed.ok ? ownerProof(parsed.event) : undefined;
+    if (!valid || !parsed.ok || proof?.kind === 'invalid') {
       conn.authState = 'failed';
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'invalid' });
       conn.send(['OK', id, false, 'auth-required: verification failed']);
       return;
     }
-    const refusal = await this.admission(conn, parsed.event.pubkey);
+    const owner = proof?.kind === 'owner' ? proof.owner : undefined;
+    const refusal = await this.admission(conn, parsed.event.pubkey, owner);
     if (refusal) {
       conn.authState = 'failed';
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: refusal.outcome });
@@ -63,15 +67,20 @@ export class AuthHandler {
     conn.pubkey = parsed.event.pubkey;
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'success' });
     this.metrics.wsAuthenticatedActive.inc();
-    conn.log.debug({ connId: conn.id }, 'NIP-42 auth successful');
+    conn.log.debug({ connId: conn.id, nipOaOwner: owner !== undefined }, 'NIP-42 auth successful');
     conn.send(['OK', parsed.event.id, true, '']);
   }
 
-  /** The spec's order after the signature: ban, allowlist, relay membership. All read the writer. */
-  private async admission(conn: RelayConnection, pubkey: string): Promise<{ outcome: string; message: string; close: boolean } | undefined> {
+  /**
+   * The spec's order after the signature: ban (an owner ban cascades to its agent), allowlist,
+   * relay membership (or, with BUZZ_ALLOW_NIP_OA_AUTH, the proved owner's). All read the writer.
+   */
+  private async admission(conn: RelayConnection, pubkey: string, owner: string | undefined): Promise<{ outcome: string; message: string; close: boolean } | undefined> {
     try {
-      const restriction = await this.moderation.restrictionOf(conn.communityId, pubkey);
-      if (restriction.kind === 'banned') return { outcome: 'banned', message: 'blocked: you are banned from this community', close: true };
+      for (const subject of owner === undefined ? [pubkey] : [pubkey, owner]) {
+        const restriction = await this.moderation.restrictionOf(conn.communityId, subject);
+        if (restriction.kind === 'banned') return { outcome: 'banned', message: 'blocked: you are banned from this community', close: true };
+      }
     } catch {
       return { outcome: 'ban_check_error', message: 'error: internal error checking restriction state', close: true };
     }
@@ -83,6 +92,8 @@ export class AuthHandler {
       let member: boolean;
       try {
         member = await this.moderation.isRelayMember(conn.communityId, pubkey);
+        // Admit "via owner": the agent is not a member, its proved owner is.
+        if (!member && owner !== undefined && this.config.allowNipOaAuth) member = await this.moderation.isRelayMember(conn.communityId, owner);
       } catch {
         return { outcome: 'relay_membership_check_error', message: 'restricted: not a relay member', close: false };
       }

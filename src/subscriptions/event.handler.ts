@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
@@ -25,9 +24,9 @@ export class EventHandler {
       conn.send(['OK', id, false, pre]);
       return;
     }
-    const quota = this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT');
+    const quota = await this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT');
     if (!quota.allowed) {
-      conn.send(['OK', id, false, quotaMessage(quota.retryAfterSecs)]);
+      conn.send(['OK', id, false, quota.reason]);
       return;
     }
     const started = process.hrtime.bigint();

@@ -11,6 +11,11 @@ export class HandlerGate {
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
+  /** Handlers running now (graceful shutdown waits for this to reach 0). */
+  get inFlight(): number {
+    return this.active;
+  }
+
   /** Runs fn if a slot is free; says so without running it when none is. */
   async run<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
     if (this.active >= this.config.limits.maxConcurrentHandlers) return { admitted: false };

@@ -1,9 +1,14 @@
 /**
- * Live delivery of stored and ephemeral events to matching subscriptions.
- * Channel events reach only subscriptions authorised for that channel; global
- * subscriptions receive channel-less events only. Each recipient's access is
- * checked again at send time (cached, failing closed), and deliveries to one
- * connection keep their order.
+ * Live delivery of stored and ephemeral events to matching subscriptions, for
+ * events this pod accepted and events other pods accepted (they arrive on the
+ * EventBus from CrossPodFanout). Channel events reach only subscriptions
+ * authorised for that channel; global subscriptions receive channel-less events
+ * only. Each recipient's access is checked again at send time (cached, failing
+ * closed), and deliveries to one connection keep their order.
+ *
+ * It is also the pod's registry of connections by community: the pod listens to
+ * a community's Redis fan-out topics while it holds a connection there, and when
+ * a pubkey's last socket in a community closes its presence is cleared.
  */
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
@@ -11,7 +16,11 @@ import { NostrEvent } from '../common/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { matchFilter } from '../events/filter.js';
 import { eventVisibleToReader } from '../events/visibility.js';
+import { LifecycleState } from '../health/lifecycle-state.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { PresenceService } from '../redis/presence.service.js';
+import { fanoutPattern } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
 import { LiveSubscription, RelayConnection } from './relay-connection.js';
 
 @Injectable()
@@ -23,24 +32,48 @@ export class LiveFanout implements OnModuleDestroy {
     bus: EventBus,
     private readonly access: ChannelAccessService,
     private readonly metrics: RelayMetrics,
+    private readonly redis: RedisService,
+    private readonly presence: PresenceService,
+    private readonly lifecycle: LifecycleState,
   ) {
     this.unsubscribe = bus.subscribe((p) => this.deliver(p));
   }
 
   add(conn: RelayConnection): void {
     let set = this.byCommunity.get(conn.communityId);
-    if (!set) this.byCommunity.set(conn.communityId, (set = new Set()));
+    if (!set) {
+      this.byCommunity.set(conn.communityId, (set = new Set()));
+      if (this.redis.enabled) this.redis.retainPattern(fanoutPattern(conn.communityId));
+    }
     set.add(conn);
   }
 
   remove(conn: RelayConnection): void {
     const set = this.byCommunity.get(conn.communityId);
-    set?.delete(conn);
-    if (set?.size === 0) this.byCommunity.delete(conn.communityId);
+    if (!set?.delete(conn)) return;
+    if (set.size === 0) {
+      this.byCommunity.delete(conn.communityId);
+      if (this.redis.enabled) this.redis.releasePattern(fanoutPattern(conn.communityId));
+    }
+    if (this.wasLastSocket(conn, set) && !this.lifecycle.draining) {
+      void this.presence.clear(conn.communityId, conn.pubkey!); // failures are counted and logged there
+    }
+  }
+
+  /** Every open connection on this pod (graceful shutdown walks them). */
+  *connections(): IterableIterator<RelayConnection> {
+    for (const set of this.byCommunity.values()) yield* set;
   }
 
   onModuleDestroy(): void {
     this.unsubscribe();
+  }
+
+  /** True when conn was its pubkey's last authenticated socket in its community on this pod. */
+  private wasLastSocket(conn: RelayConnection, rest: ReadonlySet<RelayConnection>): boolean {
+    if (conn.authState !== 'authenticated' || !conn.pubkey) return false;
+    for (const other of rest) if (other.pubkey === conn.pubkey && other.authState === 'authenticated') return false;
+    return true;
   }
 
   private deliver({ communityId, event, channelId }: PublishedEvent): void {

@@ -17,7 +17,6 @@ import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { quotaMessage } from '../ratelimit/sliding-window.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
@@ -104,9 +103,9 @@ export class ReqHandler {
    * leaves an existing same-id subscription alone. Refusals are sub-scoped CLOSED.
    */
   private async admit(conn: RelayConnection, subId: string, filters: NostrFilter[], verb: 'REQ' | 'COUNT'): Promise<ReadScope | undefined> {
-    const quota = this.limits.ws(conn.communityId, conn.pubkey!, verb);
+    const quota = await this.limits.ws(conn.communityId, conn.pubkey!, verb);
     if (!quota.allowed) {
-      conn.send(['CLOSED', subId, quotaMessage(quota.retryAfterSecs)]);
+      conn.send(['CLOSED', subId, quota.reason]);
       return undefined;
     }
     try {

@@ -1,23 +1,30 @@
 /**
- * docker-compose.yml: lint-clean under dclint (warnings fail too), and the structure operators rely
- * on: the three services, loopback-only ports, start order, and Postgres settings identical to the
- * ones the test harness runs with (src/database/embedded/pg-cluster.ts), except the harness's
- * speed-only settings, which production must leave at their durable defaults.
+ * docker-compose.yml and the files it mounts (deploy/compose/haproxy.cfg, prometheus.yml, the alert
+ * rules), checked without a Docker engine: dclint with warnings as errors, then the structure
+ * operators rely on. Two relay pods behind one load-balancer port, each on Redis and on the
+ * primary/replica pair; Prometheus scraping each pod; loopback-only ports; start order; Postgres
+ * settings identical to the test harness's (src/database/embedded/pg-cluster.ts) except its
+ * speed-only ones, which production must leave at their durable defaults. `haproxy -c` and
+ * `promtool` validate their configs where those binaries are installed.
  */
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse } from 'yaml';
+import { stringify } from 'yaml';
+import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
+const HAPROXY_CFG = 'deploy/compose/haproxy.cfg';
+const PROMETHEUS_CFG = 'deploy/compose/prometheus.yml';
+const REDIS_URL = 'redis://redis:6379';
 
 /**
  * Harness settings that are deliberately not in the compose file: durability traded for speed
  * (fsync, full_page_writes), test-sized memory, and the harness's own networking and include file.
  */
 const HARNESS_ONLY = new Set(['fsync', 'full_page_writes', 'shared_buffers', 'listen_addresses', 'unix_socket_directories', 'include_if_exists']);
+
+type Port = string | number | { target?: number; host_ip?: string; published?: string | number };
 
 interface ComposeService {
   image?: string;
@@ -26,9 +33,10 @@ interface ComposeService {
   entrypoint?: unknown;
   depends_on?: Record<string, { condition?: string }> | string[];
   environment?: Record<string, string | number> | string[];
-  ports?: Array<string | number | { host_ip?: string; published?: string | number }>;
+  ports?: Port[];
   volumes?: Array<string | { type?: string; source?: string; target?: string }>;
   healthcheck?: { test?: string | string[] };
+  stop_grace_period?: string;
 }
 
 interface ComposeFile {
@@ -36,18 +44,14 @@ interface ComposeFile {
   volumes?: Record<string, unknown>;
 }
 
-function runDclint(args: string[]): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile('npx', ['--no', '--', 'dclint', ...args], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
-  });
+interface PrometheusConfig {
+  rule_files?: string[];
+  scrape_configs: Array<{ job_name: string; metrics_path?: string; static_configs: Array<{ targets: string[] }> }>;
 }
 
-function loadCompose(): ComposeFile {
-  return parse(readFileSync(COMPOSE_FILE, 'utf8'), { merge: true }) as ComposeFile;
-}
+const loadCompose = (): ComposeFile => readYaml<ComposeFile>('docker-compose.yml');
+
+const dclint = (file: string, ...options: string[]) => runTool('npx', ['--no', '--', 'dclint', file, '--max-warnings', '0', '--no-color', ...options]);
 
 /** `-c key=value` pairs of a postgres command line. */
 function commandSettings(command: unknown): Record<string, string> {
@@ -94,50 +98,194 @@ function environmentOf(service: ComposeService): Record<string, string> {
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
 }
 
-/** Host IP of a published port, '' when it binds every interface. */
-function hostIpOf(port: string | number | { host_ip?: string }): string {
-  if (typeof port === 'object') return port.host_ip ?? '';
+/** Host IP, published (host) port and container port of a ports entry ('' host IP = every interface). */
+function portOf(port: Port): { hostIp: string; published: number; target: number } {
+  if (typeof port === 'object') return { hostIp: port.host_ip ?? '', published: Number(port.published), target: Number(port.target) };
   const parts = String(port).split(':');
-  return parts.length === 3 ? parts[0] : '';
+  const [hostIp, published, target] = parts.length === 3 ? parts : ['', parts[0], parts[parts.length - 1]];
+  return { hostIp, published: Number(published), target: Number(target) };
+}
+
+/** The relay's effective port from its environment, as loadConfig decides it (PORT wins). */
+function relayPortOf(env: Record<string, string>): number {
+  if (env.PORT !== undefined) return Number(env.PORT);
+  return Number(/:(\d+)$/.exec(env.BUZZ_BIND_ADDR ?? '0.0.0.0:3000')![1]);
+}
+
+/** `${VAR:?…}` and `${VAR}` compose interpolation replaced by a plain stand-in. */
+const interpolated = (value: string) => value.replace(/\$\{[^}]*\}/g, 'password');
+
+/** Services that run the relay: the ones given a writer URL. */
+function relayServices(compose: ComposeFile): string[] {
+  return Object.keys(compose.services).filter((name) => environmentOf(compose.services[name]).DATABASE_URL !== undefined);
+}
+
+function dependsOn(service: ComposeService): Record<string, { condition?: string }> {
+  if (Array.isArray(service.depends_on)) throw new Error('depends_on must be the long form with conditions');
+  return service.depends_on ?? {};
+}
+
+function healthcheckText(service: ComposeService): string {
+  return [service.healthcheck?.test ?? []].flat().join(' ');
+}
+
+/** Seconds of a compose duration such as `40s`, `1m30s`. */
+function durationSeconds(value: string): number {
+  let total = 0;
+  for (const m of value.matchAll(/(\d+)(h|m|s)/g)) total += Number(m[1]) * { h: 3600, m: 60, s: 1 }[m[2] as 'h' | 'm' | 's'];
+  return total;
+}
+
+/** haproxy.cfg sections ("frontend relay", "backend relays", …) → their directive lines. */
+function haproxySections(text: string): Map<string, string[]> {
+  const sections = new Map<string, string[]>();
+  let current: string[] | undefined;
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/#.*$/, '').trimEnd();
+    if (line.trim() === '') continue;
+    if (/^\S/.test(line)) {
+      current = [];
+      sections.set(line.trim().replace(/\s+/g, ' '), current);
+    } else current?.push(line.trim().replace(/\s+/g, ' '));
+  }
+  return sections;
+}
+
+/** Bind-mounted host paths (`./…`) of a service. */
+function bindMounts(service: ComposeService): Array<{ source: string; target: string }> {
+  return (service.volumes ?? [])
+    .map((v) => (typeof v === 'string' ? { source: v.split(':')[0], target: v.split(':')[1] } : { source: v.source ?? '', target: v.target ?? '' }))
+    .filter((v) => v.source.startsWith('./'));
 }
 
 describe('docker-compose.yml', () => {
   it('is clean under dclint, warnings included', async () => {
-    const result = await runDclint(['docker-compose.yml', '--max-warnings', '0', '--no-color']);
-    expect(result).toEqual({ code: 0, output: expect.any(String) });
+    expect(await dclint('docker-compose.yml')).toEqual({ code: 0, output: expect.any(String) });
+  });
+
+  it('is clean under dclint with the relay anchor expanded (dclint does not follow merge keys)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'buzz-compose-'));
+    try {
+      const expanded = path.join(dir, 'docker-compose.yml');
+      writeFileSync(expanded, stringify(loadCompose()));
+      // Re-serialising drops the quotes around ports; the original file is checked for them above.
+      expect(await dclint(expanded, '--disable-rule', 'require-quotes-in-ports')).toEqual({ code: 0, output: expect.any(String) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   const compose = loadCompose();
+  const relays = relayServices(compose);
+  const haproxy = haproxySections(readText(HAPROXY_CFG));
 
-  it('defines the primary, the replica and the relay', () => {
-    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['primary', 'replica', 'relay']));
+  it('defines the Postgres pair, Redis, two relay pods, the load balancer and Prometheus', () => {
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['primary', 'replica', 'redis', 'lb', 'prometheus']));
+    expect(relays).toEqual(['relay-a', 'relay-b']);
+    for (const name of relays) expect(compose.services[name].build).toBeDefined();
   });
 
-  it('publishes every port on 127.0.0.1 only', () => {
-    const published = Object.entries(compose.services).flatMap(([name, s]) => (s.ports ?? []).map((p) => ({ name, port: p, hostIp: hostIpOf(p) })));
-    expect(published.length).toBeGreaterThan(0);
+  it('publishes only the load balancer and Prometheus, on 127.0.0.1 only', () => {
+    const published = Object.entries(compose.services).flatMap(([name, s]) => (s.ports ?? []).map((p) => ({ name, ...portOf(p) })));
+    expect(published.map((p) => p.name).sort()).toEqual(['lb', 'prometheus']);
     for (const p of published) expect(p).toEqual({ ...p, hostIp: '127.0.0.1' });
   });
 
-  it('starts the relay only once the primary is healthy', () => {
-    const dependsOn = compose.services.relay.depends_on;
-    expect(Array.isArray(dependsOn)).toBe(false);
-    expect((dependsOn as Record<string, { condition?: string }>).primary).toEqual({ condition: 'service_healthy' });
+  it('puts both relay pods behind the one load-balancer port, on the port each relay listens on', () => {
+    const [lbPort] = (compose.services.lb.ports ?? []).map(portOf);
+    const frontends = [...haproxy.entries()].filter(([name]) => name.startsWith('frontend '));
+    const relayFrontend = frontends.find(([, lines]) => lines.includes(`bind :${lbPort.target}`));
+    expect(relayFrontend).toBeDefined();
+    const backendName = relayFrontend![1].find((l) => l.startsWith('default_backend '))!.split(' ')[1];
+    const servers = haproxy
+      .get(`backend ${backendName}`)!
+      .filter((l) => l.startsWith('server '))
+      .map((l) => l.split(' ')[2]);
+    expect(servers.sort()).toEqual(relays.map((name) => `${name}:${relayPortOf(environmentOf(compose.services[name]))}`).sort());
   });
 
-  it('points the relay at the primary (writer) and the replica (reader)', () => {
-    const env = environmentOf(compose.services.relay);
-    // `${POSTGRES_PASSWORD:?…}` is compose interpolation; stand a plain value in for it.
-    const url = (value: string) => new URL(value.replace(/\$\{[^}]*\}/g, 'password'));
-    expect(url(env.DATABASE_URL).host).toBe('primary:5432');
-    expect(url(env.READ_DATABASE_URL).host).toBe('replica:5432');
+  it('health-checks every pod on /readyz at the load balancer and keeps WebSockets open', () => {
+    const backend = [...haproxy.entries()].find(([name]) => name.startsWith('backend '))![1];
+    expect(backend).toContain('option httpchk');
+    expect(backend.find((l) => l.startsWith('http-check send '))).toMatch(/ uri \/readyz( |$)/);
+    expect(backend).toContain('http-check expect status 200');
+    expect(backend.find((l) => l.startsWith('default-server '))).toMatch(/(^| )check( |$)/);
+    const tunnel = haproxy.get('defaults')!.find((l) => l.startsWith('timeout tunnel '));
+    // Longer than the relay's 30 s ping, or idle sockets would be cut between pings.
+    expect(tunnel).toMatch(/^timeout tunnel \d+m$/);
   });
 
-  it('has a healthcheck on every service: pg_isready for Postgres, /readyz for the relay', () => {
-    const testOf = (name: string) => [compose.services[name].healthcheck?.test ?? []].flat().join(' ');
-    expect(testOf('primary')).toContain('pg_isready');
-    expect(testOf('replica')).toContain('pg_isready');
-    expect(testOf('relay')).toContain('/readyz');
+  it('gives every relay pod the shared Redis, the writer, the replica and one relay identity', () => {
+    expect(compose.services.redis.image).toMatch(/^redis:/);
+    const envs = relays.map((name) => environmentOf(compose.services[name]));
+    for (const env of envs) {
+      expect(env.BUZZ_REDIS_URL).toBe(REDIS_URL);
+      expect(new URL(interpolated(env.DATABASE_URL)).host).toBe('primary:5432');
+      expect(new URL(interpolated(env.READ_DATABASE_URL)).host).toBe('replica:5432');
+      expect(env.BUZZ_RELAY_PRIVATE_KEY).toMatch(/^\$\{BUZZ_RELAY_PRIVATE_KEY:\?/);
+      expect(env).toEqual(envs[0]);
+    }
+  });
+
+  it('tells the pods the address clients dial: the load balancer', () => {
+    const [lbPort] = (compose.services.lb.ports ?? []).map(portOf);
+    for (const name of relays) {
+      const relayUrl = new URL(environmentOf(compose.services[name]).RELAY_URL);
+      expect({ host: relayUrl.hostname, port: Number(relayUrl.port) }).toEqual({ host: 'localhost', port: lbPort.published });
+    }
+  });
+
+  it('sets only variables the relay reads', () => {
+    const known = relayEnvVarNames();
+    for (const name of relays) {
+      const unknown = Object.keys(environmentOf(compose.services[name])).filter((key) => !known.has(key));
+      expect({ service: name, unknown }).toEqual({ service: name, unknown: [] });
+    }
+  });
+
+  it('starts in order: primary → replica and Redis → relay pods → load balancer', () => {
+    expect(dependsOn(compose.services.replica).primary).toEqual({ condition: 'service_healthy' });
+    for (const name of relays) {
+      const deps = dependsOn(compose.services[name]);
+      expect(deps.primary).toEqual({ condition: 'service_healthy' });
+      expect(deps.redis).toEqual({ condition: 'service_healthy' });
+      expect(deps.replica).toBeDefined();
+      expect(dependsOn(compose.services.lb)[name]).toEqual({ condition: 'service_healthy' });
+    }
+  });
+
+  it('has a healthcheck on every service: pg_isready, redis-cli ping, /readyz on the relay port', () => {
+    for (const name of Object.keys(compose.services)) expect({ name, test: healthcheckText(compose.services[name]) }).toEqual({ name, test: expect.stringMatching(/\S/) });
+    expect(healthcheckText(compose.services.primary)).toContain('pg_isready');
+    expect(healthcheckText(compose.services.replica)).toContain('pg_isready');
+    expect(healthcheckText(compose.services.redis)).toContain('redis-cli ping');
+    for (const name of relays) {
+      const port = relayPortOf(environmentOf(compose.services[name]));
+      expect(healthcheckText(compose.services[name])).toContain(`:${port}/readyz`);
+    }
+  });
+
+  it('lets a relay pod finish its shutdown before SIGKILL', () => {
+    for (const name of relays) {
+      expect(durationSeconds(compose.services[name].stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(shutdownBudgetMs() / 1000);
+    }
+  });
+
+  it('has Prometheus scrape every relay pod directly, and load the alert rules it mounts', () => {
+    const prometheus = readYaml<PrometheusConfig>(PROMETHEUS_CFG);
+    const relayJob = prometheus.scrape_configs.find((job) => job.job_name === 'buzz-relay')!;
+    expect(relayJob.metrics_path ?? '/metrics').toBe('/metrics');
+    const targets = relayJob.static_configs.flatMap((c) => c.targets);
+    expect(targets.sort()).toEqual(relays.map((name) => `${name}:${relayPortOf(environmentOf(compose.services[name]))}`).sort());
+    const mounted = bindMounts(compose.services.prometheus);
+    expect(mounted).toContainEqual({ source: `./${PROMETHEUS_CFG}`, target: '/etc/prometheus/prometheus.yml' });
+    for (const ruleFile of prometheus.rule_files ?? []) expect(mounted.map((m) => m.target)).toContain(ruleFile);
+  });
+
+  it('mounts only files that exist in the repository', () => {
+    const sources = Object.values(compose.services).flatMap((s) => bindMounts(s).map((m) => m.source));
+    expect(sources.length).toBeGreaterThan(0);
+    for (const source of sources) expect({ source, exists: existsSync(path.join(ROOT, source)) }).toEqual({ source, exists: true });
   });
 
   it('keeps Postgres data in named volumes', () => {
@@ -161,5 +309,17 @@ describe('docker-compose.yml', () => {
     expect(primary.fsync ?? 'on').toBe('on');
     expect(primary.full_page_writes ?? 'on').toBe('on');
     expect(harness.fsync).toBe('off'); // if the harness ever turns fsync on, revisit HARNESS_ONLY
+  });
+
+  (onPath('haproxy') ? it : it.skip)('haproxy.cfg passes `haproxy -c` (only the compose host names cannot resolve here)', async () => {
+    const result = await runTool('haproxy', ['-c', '-f', HAPROXY_CFG]);
+    expect(result.code).toBe(0);
+    const warnings = result.output.split('\n').filter((l) => l.includes('[WARNING]'));
+    for (const w of warnings) expect(w).toMatch(/could not resolve address '(relay-a|relay-b)'/);
+  });
+
+  (onPath('promtool') ? it : it.skip)('prometheus.yml and the alert rules pass promtool', async () => {
+    expect(await runTool('promtool', ['check', 'config', '--syntax-only', PROMETHEUS_CFG])).toEqual({ code: 0, output: expect.any(String) });
+    expect(await runTool('promtool', ['check', 'rules', 'deploy/prometheus/buzz-relay.rules.yml'])).toEqual({ code: 0, output: expect.any(String) });
   });
 });
