@@ -8,6 +8,7 @@
 import { Body, Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpAuthService } from '../auth/http-auth.service.js';
+import { verifyAuthTag } from '../auth/nip-oa.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
@@ -69,10 +70,11 @@ export class BridgeController {
       xPubkey: header(req, 'x-pubkey'),
     });
     const pubkey = identity.pubkey;
-    const quota = await this.limits.http(communityId, pubkey);
+    const owner = ownerFromHeader(header(req, 'x-auth-tag'), pubkey);
+    const quota = await this.limits.http(communityId, pubkey, owner === undefined ? 'human' : 'agent');
     if (!quota.allowed) throw new HttpError(quota.unavailable ? 503 : 429, quota.reason);
     await this.auth.consumeReplay(communityId, identity);
-    if (this.config.requireRelayMembership && !(await this.moderation.isRelayMember(communityId, pubkey))) {
+    if (this.config.requireRelayMembership && !(await this.isMemberOrAgentOfMember(communityId, pubkey, owner))) {
       throw new HttpError(403, 'relay_membership_required', {
         error: 'relay_membership_required',
         message: 'You must be a relay member to access this relay',
@@ -80,6 +82,33 @@ export class BridgeController {
     }
     return { reader: { communityId, pubkey }, filters: parseBridgeFilters(rawBody, extensions) };
   }
+
+  /** Relay membership, or with BUZZ_ALLOW_NIP_OA_AUTH the proved owner's (relay.md §3.1 step 6). */
+  private async isMemberOrAgentOfMember(communityId: string, pubkey: string, owner: string | undefined): Promise<boolean> {
+    if (await this.moderation.isRelayMember(communityId, pubkey)) return true;
+    return owner !== undefined && this.config.allowNipOaAuth && this.moderation.isRelayMember(communityId, owner);
+  }
+}
+
+/**
+ * The owner proved by the optional `x-auth-tag` header: a NIP-OA `auth` tag as a JSON array,
+ * verified for the authenticated pubkey now. A header that is present but does not prove an
+ * owner is refused with 401 rather than ignored.
+ */
+function ownerFromHeader(value: string | undefined, agent: string): string | undefined {
+  if (value === undefined) return undefined;
+  let tag: unknown;
+  try {
+    tag = JSON.parse(value);
+  } catch {
+    throw new HttpError(401, 'invalid x-auth-tag: not JSON');
+  }
+  if (!Array.isArray(tag) || tag[0] !== 'auth' || !tag.every((v) => typeof v === 'string')) {
+    throw new HttpError(401, 'invalid x-auth-tag: must be a JSON array ["auth", owner, conditions, sig]');
+  }
+  const proof = verifyAuthTag(tag as string[], agent, Math.floor(Date.now() / 1000));
+  if (proof.kind !== 'owner') throw new HttpError(401, `invalid x-auth-tag: ${proof.kind === 'invalid' ? proof.reason : 'no owner'}`);
+  return proof.owner;
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

@@ -50,6 +50,9 @@ export interface RateLimitConfig {
   readonly humanWsEventsPerSec: number;
   readonly humanMessagesPerMin: number;
   readonly humanApiCallsPerMin: number;
+  /** Sessions that carry a proved NIP-OA owner (agents) get the agent-standard tier. */
+  readonly agentStandardMessagesPerMin: number;
+  readonly agentStandardApiCallsPerMin: number;
 }
 
 /** Several pods on one Redis (relay.md §2.8, §2.4, §3.1 step 5, §5.1 step 5). */
@@ -150,6 +153,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       humanWsEventsPerSec: r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000),
       humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
       humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
+      agentStandardMessagesPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN', 120, 1, 1_000_000),
+      agentStandardApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_API_CALLS_PER_MIN', 600, 1, 1_000_000),
     },
     scaleOut: {
       redisUrl: r.optionalUrl('BUZZ_REDIS_URL', ['redis:', 'rediss:']),

@@ -9,7 +9,9 @@ import { Bucket, SharedSlidingWindow } from './shared-sliding-window.js';
 import { quotaMessage, SlidingWindowLimiter } from './sliding-window.js';
 
 export type WsVerb = 'EVENT' | 'REQ' | 'COUNT';
-type BucketName = 'ws' | 'msg' | 'api';
+/** `agent`: the session carries a proved NIP-OA owner (relay.md §2.4: 120 messages/min instead of 60). */
+export type QuotaTier = 'human' | 'agent';
+type BucketName = 'ws' | 'msg' | 'api' | 'agent_msg' | 'agent_api';
 
 export const SHARED_ADMISSION_UNAVAILABLE = 'rate-limited: shared admission unavailable';
 
@@ -17,6 +19,9 @@ export const SHARED_ADMISSION_UNAVAILABLE = 'rate-limited: shared admission unav
 export type AdmissionDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string; readonly unavailable: boolean };
 
 const ADMITTED: AdmissionDecision = { allowed: true };
+
+/** The spec's Redis key suffixes: a tier changes the limit applied to the pubkey's log, not the log. */
+const SHARED_KEY: Record<BucketName, 'ws' | 'msg' | 'api'> = { ws: 'ws', msg: 'msg', api: 'api', agent_msg: 'msg', agent_api: 'api' };
 
 /**
  * Per-(community, pubkey) quotas (relay.md §2.4, §3.1 step 4): WebSocket
@@ -45,22 +50,21 @@ export class RateLimitService {
       ws: { limit: r.humanWsEventsPerSec, windowMs: 1000 },
       msg: { limit: r.humanMessagesPerMin, windowMs: 60_000 },
       api: { limit: r.humanApiCallsPerMin, windowMs: 60_000 },
+      agent_msg: { limit: r.agentStandardMessagesPerMin, windowMs: 60_000 },
+      agent_api: { limit: r.agentStandardApiCallsPerMin, windowMs: 60_000 },
     };
-    this.local = {
-      ws: new SlidingWindowLimiter(this.windows.ws.limit, this.windows.ws.windowMs),
-      msg: new SlidingWindowLimiter(this.windows.msg.limit, this.windows.msg.windowMs),
-      api: new SlidingWindowLimiter(this.windows.api.limit, this.windows.api.windowMs),
-    };
+    const limiter = (name: BucketName) => new SlidingWindowLimiter(this.windows[name].limit, this.windows[name].windowMs);
+    this.local = { ws: limiter('ws'), msg: limiter('msg'), api: limiter('api'), agent_msg: limiter('agent_msg'), agent_api: limiter('agent_api') };
     this.localFallback = config.scaleOut.redisFailMode === 'local';
     this.shared = redis.enabled ? new SharedSlidingWindow(() => redis.client(), randomUUID()) : undefined;
   }
 
-  ws(communityId: string, pubkey: string, verb: WsVerb): Promise<AdmissionDecision> {
-    return this.admit('websocket', communityId, pubkey, verb === 'EVENT' ? ['ws', 'msg'] : ['ws']);
+  ws(communityId: string, pubkey: string, verb: WsVerb, tier: QuotaTier = 'human'): Promise<AdmissionDecision> {
+    return this.admit('websocket', communityId, pubkey, verb === 'EVENT' ? ['ws', tier === 'agent' ? 'agent_msg' : 'msg'] : ['ws']);
   }
 
-  http(communityId: string, pubkey: string): Promise<AdmissionDecision> {
-    return this.admit('http', communityId, pubkey, ['api']);
+  http(communityId: string, pubkey: string, tier: QuotaTier = 'human'): Promise<AdmissionDecision> {
+    return this.admit('http', communityId, pubkey, [tier === 'agent' ? 'agent_api' : 'api']);
   }
 
   private async admit(transport: 'websocket' | 'http', communityId: string, pubkey: string, names: BucketName[]): Promise<AdmissionDecision> {
@@ -90,7 +94,7 @@ export class RateLimitService {
   }
 
   private async sharedHit(communityId: string, pubkey: string, names: readonly BucketName[]): Promise<number> {
-    const buckets: Bucket[] = names.map((name) => ({ key: rateLimitKey(communityId, pubkey, name), ...this.windows[name] }));
+    const buckets: Bucket[] = names.map((name) => ({ key: rateLimitKey(communityId, pubkey, SHARED_KEY[name]), ...this.windows[name] }));
     const retryMs = await this.shared!.hit(buckets);
     return retryMs < 0 ? 0 : Math.max(1, Math.ceil(retryMs / 1000));
   }

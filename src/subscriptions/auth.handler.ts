@@ -65,6 +65,7 @@ export class AuthHandler {
     }
     conn.authState = 'authenticated';
     conn.pubkey = parsed.event.pubkey;
+    conn.nipOaOwner = owner;
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'success' });
     this.metrics.wsAuthenticatedActive.inc();
     conn.log.debug({ connId: conn.id, nipOaOwner: owner !== undefined }, 'NIP-42 auth successful');

@@ -24,7 +24,7 @@ export class EventHandler {
       conn.send(['OK', id, false, pre]);
       return;
     }
-    const quota = await this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT');
+    const quota = await this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT', conn.nipOaOwner === undefined ? 'human' : 'agent');
     if (!quota.allowed) {
       conn.send(['OK', id, false, quota.reason]);
       return;

@@ -35,6 +35,8 @@ export class RelayConnection {
   readonly challenge = randomBytes(16).toString('hex');
   readonly subscriptions = new Map<string, LiveSubscription>();
   pubkey: string | undefined;
+  /** The NIP-OA owner the AUTH proved, if any: the session is an agent's (quota tier, relay.md §2.4). */
+  nipOaOwner: string | undefined;
   authState: 'pending' | 'authenticated' | 'failed' = 'pending';
   missedPongs = 0;
   /** Live deliveries run in order per connection (each may wait on an access check). */

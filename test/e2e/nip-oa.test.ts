@@ -99,3 +99,59 @@ describe('NIP-OA owner admission', () => {
     (await expectAuth(withOa, memberAgent, [], true, '')).close();
   });
 });
+
+describe('NIP-OA on the HTTP bridge (x-auth-tag)', () => {
+  async function query(relay: RelayProcess, id: Identity, authTag?: string): Promise<{ status: number; body: unknown }> {
+    const headers: Record<string, string> = { 'x-pubkey': id.pubkey };
+    if (authTag !== undefined) headers['x-auth-tag'] = authTag;
+    const res = await fetch(`${relay.httpUrl}/query`, { method: 'POST', headers, body: JSON.stringify([{ kinds: [1], limit: 1 }]) });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('admits an agent via its member owner only with BUZZ_ALLOW_NIP_OA_AUTH', async () => {
+    const tag = JSON.stringify(mintAuthTag(owner.sk, agent.pubkey));
+    expect((await query(withOa, agent, tag)).status).toBe(200);
+    expect(await query(withoutOa, agent, tag)).toMatchObject({ status: 403, body: { error: 'relay_membership_required' } });
+    expect(await query(withOa, agent)).toMatchObject({ status: 403, body: { error: 'relay_membership_required' } });
+  });
+
+  it.each([
+    ['not JSON', () => 'auth', 'invalid x-auth-tag: not JSON'],
+    ['not an auth tag', () => JSON.stringify(['p', owner.pubkey]), 'invalid x-auth-tag: must be a JSON array ["auth", owner, conditions, sig]'],
+    ['a tag for another agent', () => JSON.stringify(mintAuthTag(owner.sk, newIdentity().pubkey)), 'invalid x-auth-tag: signature does not verify'],
+    ['an expired tag', () => JSON.stringify(mintAuthTag(owner.sk, agent.pubkey, `created_at<${Math.floor(Date.now() / 1000) - 30}`)), 'invalid x-auth-tag: outside the attestation validity period'],
+  ])('refuses %s with 401', async (_name, tag, error) => {
+    expect(await query(withOa, agent, tag())).toEqual({ status: 401, body: { error } });
+  });
+});
+
+describe('agent quota tier', () => {
+  let tiered: RelayProcess;
+  beforeAll(async () => {
+    tiered = await startRelay(
+      relayEnv(fixture.db, {
+        BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true',
+        BUZZ_ALLOW_NIP_OA_AUTH: 'true',
+        BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '2',
+        BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN: '4',
+      }),
+    );
+  });
+  afterAll(() => tiered?.stop());
+
+  /** OK outcomes of `n` EVENTs published in a row by `id`. */
+  async function publishMany(client: RawClient, id: Identity, n: number): Promise<boolean[]> {
+    const out: boolean[] = [];
+    for (let i = 0; i < n; i++) out.push((await client.publish(id.sign({ kind: 1, content: `tier ${i} ${id.pubkey.slice(0, 8)}` })))[0]);
+    return out;
+  }
+
+  it('an agent session gets the agent-standard message quota, a human the human one', async () => {
+    const agentClient = (await auth(tiered, agent, [mintAuthTag(owner.sk, agent.pubkey)])).client;
+    expect(await publishMany(agentClient, agent, 5)).toEqual([true, true, true, true, false]);
+    agentClient.close();
+    const ownerClient = (await auth(tiered, owner, [])).client;
+    expect(await publishMany(ownerClient, owner, 3)).toEqual([true, true, false]);
+    ownerClient.close();
+  });
+});
