@@ -2,14 +2,23 @@ import { Controller, Get, Header, Inject, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
+import { RelaySigner } from '../common/relay-signer.js';
 import { MAX_SUBSCRIPTIONS } from '../subscriptions/req.handler.js';
 
 export const RELAY_VERSION = '0.1.0';
 
+/** relay.md §1.2 design choice: the upstream base list plus what this relay implements (9, 45, 56). */
+const SUPPORTED_NIPS = [1, 2, 9, 10, 11, 16, 17, 23, 25, 29, 33, 38, 42, 45, 50, 56];
+/** NIP-43 relay membership: advertised only when it is enforced and the relay key is stable. */
+const NIP43 = 43;
+
 /** NIP-11 on `GET /` (content-negotiated) and `GET /info`. */
 @Controller()
 export class Nip11Controller {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly signer: RelaySigner,
+  ) {}
 
   @Get()
   root(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
@@ -28,15 +37,19 @@ export class Nip11Controller {
   }
 
   private document(): Record<string, unknown> {
+    const stableKey = this.config.relayPrivateKey !== undefined;
+    const nips = this.config.requireRelayMembership && stableKey ? [...SUPPORTED_NIPS, NIP43].sort((a, b) => a - b) : SUPPORTED_NIPS;
     return {
       name: 'Buzz Relay',
       description: 'Buzz — private team communication relay',
       pubkey: null,
       contact: null,
-      supported_nips: [1, 9, 10, 11, 16, 33, 42, 45, 98],
+      supported_nips: nips,
       supported_extensions: ['nip-er'],
       software: 'https://github.com/block/buzz',
       version: RELAY_VERSION,
+      // The relay's signing key (NIP-29 state, overlays), only when it is stable across restarts.
+      ...(stableKey ? { self: this.signer.pubkey } : {}),
       limitation: {
         max_message_length: this.config.limits.maxFrameBytes,
         max_subscriptions: MAX_SUBSCRIPTIONS,

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { getPublicKey, verifyEvent, type Event } from 'nostr-tools/pure';
 import { httpRequest, Identity, newIdentity, RawClient, wire } from '../harness/nostr-clients.js';
-import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
-import type { RelayProcess } from '../harness/relay-process.js';
+import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { startRelay, type RelayProcess } from '../harness/relay-process.js';
 
 const RELAY_SECRET = '7f'.repeat(32);
 const RELAY_PUBKEY = getPublicKey(Buffer.from(RELAY_SECRET, 'hex'));
@@ -160,5 +160,22 @@ describe('NIP-29 group state events', () => {
   it('clients cannot submit state events', async () => {
     const forged = alice.sign({ kind: 39002, tags: [['d', priv], ['h', priv], ['p', carol.pubkey]] });
     expect(await a.publish(forged)).toEqual([false, 'restricted: relay-only kind']);
+  });
+});
+
+describe('NIP-11 with a stable relay key', () => {
+  it('names the signing key as `self`, and adds NIP-43 only where membership is enforced', async () => {
+    const doc = async (url: string) => (await (await fetch(url, { headers: { accept: 'application/nostr+json' } })).json()) as { self?: string; supported_nips: number[] };
+    const open = await doc(relay.httpUrl);
+    expect(open.self).toBe(RELAY_PUBKEY);
+    expect(open.supported_nips).not.toContain(43);
+    const members = await startRelay(relayEnv(fixture.db, { BUZZ_RELAY_PRIVATE_KEY: RELAY_SECRET, BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true' }));
+    try {
+      const closed = await doc(members.httpUrl);
+      expect(closed.self).toBe(RELAY_PUBKEY);
+      expect(closed.supported_nips).toEqual([1, 2, 9, 10, 11, 16, 17, 23, 25, 29, 33, 38, 42, 43, 45, 50, 56]);
+    } finally {
+      await members.stop();
+    }
   });
 });
