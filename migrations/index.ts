@@ -16,6 +16,7 @@ import * as m0013 from './0013_operator_global_tables.js';
 import * as m0014 from './0014_replica_heartbeat.js';
 import * as m0015 from './0015_events_created_at_floor_guard.js';
 import * as m0016 from './0016_event_refs.js';
+import * as m0017 from './0017_agent_owners.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0014_replica_heartbeat': m0014,
   '0015_events_created_at_floor_guard': m0015,
   '0016_event_refs': m0016,
+  '0017_agent_owners': m0017,
 };

@@ -130,6 +130,14 @@ export interface RelayMembersTable {
   created_at: TimestampDefaultNow;
 }
 
+/** PK (community_id, agent_pubkey); first write wins (relay.md §2.5 step 5). */
+export interface AgentOwnersTable {
+  community_id: string;
+  agent_pubkey: string;
+  owner_pubkey: string;
+  created_at: TimestampDefaultNow;
+}
+
 /** PK (community_id, id). */
 export interface ChannelsTable {
   community_id: string;
@@ -220,6 +228,7 @@ export interface DB {
   event_refs: EventRefsTable;
   thread_metadata: ThreadMetadataTable;
   relay_members: RelayMembersTable;
+  agent_owners: AgentOwnersTable;
   channels: ChannelsTable;
   channel_members: ChannelMembersTable;
   reactions: ReactionsTable;

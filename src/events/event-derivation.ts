@@ -57,7 +57,8 @@ export function mentionsOf(event: NostrEvent): string[] {
   return [...out];
 }
 
-function lastHexTag(event: NostrEvent, name: string): string | undefined {
+/** The value of the last `name` tag whose value is 64 lowercase hex characters. */
+export function lastHexTag(event: NostrEvent, name: string): string | undefined {
   for (let i = event.tags.length - 1; i >= 0; i--) {
     const t = event.tags[i];
     if (t[0] === name && HEX64.test(t[1] ?? '')) return t[1];

@@ -7,6 +7,7 @@ import { Kysely, sql, Transaction } from 'kysely';
 import { isHex64 } from '../common/nostr.types.js';
 import { REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
 import { DB } from '../database/database.types.js';
+import type { KindTarget } from './kind-validators.js';
 import { StoredEventInput, ThreadAnchor } from './stored-event.js';
 
 type Tx = Transaction<DB> | Kysely<DB>;
@@ -130,6 +131,21 @@ export class EventWriteRepository {
        where community_id = ${communityId}::uuid and id = decode(${idHex}, 'hex') and deleted_at is null
        limit 1`.execute(tx);
     return rows.length === 0 ? undefined : rows[0].channel_id;
+  }
+
+  /**
+   * What the edit and vote validators need about a live target: its author, kind and channel,
+   * and the owner recorded for its author (agent_owners), in one primary-key probe each.
+   */
+  async findKindTarget(tx: Tx, communityId: string, idHex: string): Promise<KindTarget | undefined> {
+    const { rows } = await sql<{ pubkey: Buffer; kind: number; channel_id: string | null; owner_pubkey: string | null }>`
+      select e.pubkey, e.kind, e.channel_id, o.owner_pubkey
+        from events e
+        left join agent_owners o on o.community_id = e.community_id and o.agent_pubkey = encode(e.pubkey, 'hex')
+       where e.community_id = ${communityId}::uuid and e.id = decode(${idHex}, 'hex') and e.deleted_at is null
+       limit 1`.execute(tx);
+    const row = rows[0];
+    return row && { pubkey: row.pubkey.toString('hex'), kind: row.kind, channelId: row.channel_id, authorOwner: row.owner_pubkey };
   }
 
   /** Records an active reaction; false when the actor already has this emoji on the target. */

@@ -1,13 +1,16 @@
 /**
- * The access gates of the write path (relay.md §5.2 steps 8–10), all read on
- * the writer: the author's moderation state, then whether the author may post
- * in the event's channel.
+ * The access gates of the write path (relay.md §5.2 steps 8–10 and 12), all
+ * read on the writer: the author's moderation state, whether the author may
+ * post in the event's channel, then the per-kind validators.
  */
 import { Injectable } from '@nestjs/common';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../common/nostr.types.js';
+import { DatabaseService } from '../database/database.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { EventWriteRepository } from './event-write.repository.js';
+import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
 
 /** Kinds whose own validators decide channel access. */
@@ -25,6 +28,8 @@ export class IngestGates {
   constructor(
     private readonly moderation: ModerationRepository,
     private readonly channels: ChannelRepository,
+    private readonly database: DatabaseService,
+    private readonly events: EventWriteRepository,
   ) {}
 
   async moderationGate(communityId: string, pubkey: string): Promise<void> {
@@ -35,11 +40,26 @@ export class IngestGates {
 
   /** Open channels take posts from anyone in the community; private ones from members only. */
   async channelGate(communityId: string, event: NostrEvent, channelId: string | null): Promise<void> {
-    if (channelId === null || SELF_VALIDATING_KINDS.has(event.kind)) return;
+    if (channelId === null || event.kind === GROUP_KINDS.CREATE_GROUP) return;
     const ch = await this.channels.find(communityId, channelId);
-    if (ch?.archived) reject('invalid: channel is archived');
+    // An archived channel takes nothing but the metadata edit that can unarchive it (§5.2 step 12),
+    // edits and the other self-validating kinds included.
+    if (ch?.archived && event.kind !== GROUP_KINDS.EDIT_METADATA) reject('invalid: channel is archived');
+    if (SELF_VALIDATING_KINDS.has(event.kind)) return;
     if (ch?.visibility === 'open') return;
     const role = ch ? await this.channels.memberRole(communityId, channelId, event.pubkey) : undefined;
     if (!role) reject('restricted: not a channel member');
+  }
+
+  /** §5.2 step 12 (relay.md §1.3): edit ownership, forum vote target, diff envelope, profile JSON. */
+  async kindGate(communityId: string, event: NostrEvent, channelId: string | null): Promise<void> {
+    const shape = kindShapeError(event);
+    if (shape) reject(shape);
+    const targetId = kindTargetOf(event);
+    if (targetId === undefined) return;
+    // The writer: a target stored a moment ago must be found, and an edit right decided on current data.
+    const target = await this.events.findKindTarget(this.database.writer, communityId, targetId);
+    const refusal = kindTargetError(event, channelId, target);
+    if (refusal) reject(refusal);
   }
 }

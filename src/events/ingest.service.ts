@@ -77,6 +77,7 @@ export class IngestService {
     await this.gates.moderationGate(ctx.communityId, event.pubkey);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
+    await this.gates.kindGate(ctx.communityId, event, channel.channelId);
     if (isEphemeral(event.kind)) {
       // Ephemeral events are never stored: presence is recorded (Redis or in process), then fan-out only.
       if (event.kind === KIND.PRESENCE) await this.presence.apply(ctx.communityId, event);

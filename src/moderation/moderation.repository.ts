@@ -80,6 +80,22 @@ export class ModerationRepository {
     return row !== undefined;
   }
 
+  /**
+   * Records the NIP-OA owner an AUTH proved for an agent (relay.md §2.5 step 5). First write
+   * wins: a later proof naming another owner leaves the row alone. True when this call wrote it.
+   */
+  async recordAgentOwner(communityId: string, agentPubkey: string, ownerPubkey: string): Promise<boolean> {
+    const row = await this.routed.onWriter('authentication', (db) =>
+      db
+        .insertInto('agent_owners')
+        .values({ community_id: communityId, agent_pubkey: agentPubkey, owner_pubkey: ownerPubkey })
+        .onConflict((oc) => oc.columns(['community_id', 'agent_pubkey']).doNothing())
+        .returning('agent_pubkey')
+        .executeTakeFirst(),
+    );
+    return row !== undefined;
+  }
+
   async ban(communityId: string, pubkey: string, bannedBy: string | null, reason: string | null): Promise<void> {
     await this.db.writer
       .insertInto('bans')

@@ -63,6 +63,7 @@ export class AuthHandler {
       if (refusal.close) conn.cancel();
       return;
     }
+    if (owner !== undefined) await this.recordOwner(conn, parsed.event.pubkey, owner);
     conn.authState = 'authenticated';
     conn.pubkey = parsed.event.pubkey;
     conn.nipOaOwner = owner;
@@ -70,6 +71,20 @@ export class AuthHandler {
     this.metrics.wsAuthenticatedActive.inc();
     conn.log.debug({ connId: conn.id, nipOaOwner: owner !== undefined }, 'NIP-42 auth successful');
     conn.send(['OK', parsed.event.id, true, '']);
+  }
+
+  /**
+   * §2.5 step 5: the agent → owner mapping, first write wins; on a closed relay only for a member
+   * owner. A failure here does not undo the authentication: it is logged and the mapping is
+   * recorded at a later AUTH.
+   */
+  private async recordOwner(conn: RelayConnection, agent: string, owner: string): Promise<void> {
+    try {
+      if (this.config.requireRelayMembership && !(await this.moderation.isRelayMember(conn.communityId, owner))) return;
+      await this.moderation.recordAgentOwner(conn.communityId, agent, owner);
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, err }, 'could not record the NIP-OA owner of an agent');
+    }
   }
 
   /**

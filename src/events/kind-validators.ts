@@ -1,0 +1,95 @@
+/**
+ * Per-kind validators (relay.md §1.3, §5.2 step 12). Pure checks: `kindShapeError` needs the
+ * event alone; `kindTargetError` also needs the event the edit or vote references, which the
+ * caller looks up (on the writer) using `kindTargetOf`. Each returns an OK reason or undefined.
+ */
+import { NostrEvent } from '../common/nostr.types.js';
+import { lastHexTag } from './event-derivation.js';
+import { KIND } from './kinds.js';
+
+/** Diff content cap, UTF-8 bytes: the spec's "≤60 KB" read as 60 KiB. */
+export const MAX_DIFF_CONTENT_BYTES = 60 * 1024;
+
+const COMMIT = /^[0-9a-f]{7,}$/i;
+const FORUM_VOTE_TARGET_KINDS: ReadonlySet<number> = new Set([KIND.FORUM_POST, KIND.FORUM_COMMENT]);
+
+/** What the validators need to know about the event an edit or a vote references. */
+export interface KindTarget {
+  readonly pubkey: string;
+  readonly kind: number;
+  readonly channelId: string | null;
+  /** The owner recorded for the target's author (agent_owners), if any. */
+  readonly authorOwner: string | null;
+}
+
+/** Checks that need no lookup: the profile JSON, the diff envelope, the edit and vote references. */
+export function kindShapeError(event: NostrEvent): string | undefined {
+  switch (event.kind) {
+    case KIND.PROFILE:
+      return isJsonObject(event.content) ? undefined : 'invalid: profile content must be a JSON object';
+    case KIND.STREAM_MESSAGE_DIFF:
+      return diffError(event);
+    case KIND.STREAM_MESSAGE_EDIT:
+      return kindTargetOf(event) ? undefined : 'invalid: edit must reference the edited message via e tag';
+    case KIND.FORUM_VOTE:
+      return kindTargetOf(event) ? undefined : 'invalid: vote must reference a forum post or comment via e tag';
+    default:
+      return undefined;
+  }
+}
+
+/** The event an edit or a vote references (its last 64-hex `e` tag, as for reactions); undefined for other kinds. */
+export function kindTargetOf(event: NostrEvent): string | undefined {
+  if (event.kind !== KIND.STREAM_MESSAGE_EDIT && event.kind !== KIND.FORUM_VOTE) return undefined;
+  return lastHexTag(event, 'e');
+}
+
+/**
+ * An edit's target must be a live message in the edit's channel, written by the editor or by an
+ * agent whose recorded owner is the editor. A vote's target must be a forum post or comment in
+ * the vote's channel. `target` is undefined when no live event of this community has the id.
+ */
+export function kindTargetError(event: NostrEvent, channelId: string | null, target: KindTarget | undefined): string | undefined {
+  if (event.kind === KIND.STREAM_MESSAGE_EDIT) {
+    if (!target) return 'invalid: edited message not found';
+    if (target.channelId !== channelId) return "invalid: edit must be in the edited message's channel";
+    if (target.pubkey !== event.pubkey && target.authorOwner !== event.pubkey) {
+      return 'restricted: only the author or its owner can edit a message';
+    }
+    return undefined;
+  }
+  if (event.kind === KIND.FORUM_VOTE) {
+    if (!target || !FORUM_VOTE_TARGET_KINDS.has(target.kind) || target.channelId !== channelId) {
+      return 'invalid: vote target must be a forum post or comment in the same channel';
+    }
+  }
+  return undefined;
+}
+
+function diffError(event: NostrEvent): string | undefined {
+  const bytes = Buffer.byteLength(event.content, 'utf8');
+  if (bytes > MAX_DIFF_CONTENT_BYTES) return `invalid: diff content exceeds maximum size of ${MAX_DIFF_CONTENT_BYTES} bytes (got ${bytes})`;
+  const repo = event.tags.find((t) => t[0] === 'repo')?.[1];
+  if (!repo || !isHttpUrl(repo)) return 'invalid: diff requires a repo tag with an http or https URL';
+  const commit = event.tags.find((t) => t[0] === 'commit')?.[1];
+  if (!commit || !COMMIT.test(commit)) return 'invalid: diff requires a commit tag of at least 7 hex characters';
+  return undefined;
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
