@@ -118,6 +118,17 @@ export class BenchConnection {
     });
   }
 
+  /** Ends a subscription (a REQ with `limit` stays live after its EOSE until closed). */
+  closeSubscription(subId: string): void {
+    if (this.reqWaiter?.subId === subId) this.reqWaiter = undefined;
+    this.ws.send(JSON.stringify(['CLOSE', subId]));
+  }
+
+  /** True until the socket failed or was closed. */
+  get open(): boolean {
+    return this.closedError === undefined;
+  }
+
   close(): void {
     this.failure = undefined;
     this.closedError = new Error('closed by the bench');

@@ -76,6 +76,16 @@ export interface ScaleOutConfig {
   readonly redisFailMode: 'closed' | 'local';
   /** `BUZZ_SHUTDOWN_DRAIN_MS`: how long SIGTERM waits for in-flight EVENT/REQ/COUNT work. */
   readonly shutdownDrainMs: number;
+  /**
+   * `BUZZ_REDIS_GAP_FILL_MAX_EVENTS` (0..1000000, default 10000): most stored events one gap fill
+   * replays from the writer after the Redis subscriber reconnects; 0 turns gap fill off.
+   */
+  readonly gapFillMaxEvents: number;
+  /**
+   * `BUZZ_REDIS_GAP_FILL_WINDOW_SECS` (60..3600, default 300): how long the duplicate guard remembers
+   * delivered events, and so the longest outage a gap fill covers in full.
+   */
+  readonly gapFillWindowSecs: number;
 }
 
 export interface AppConfig {
@@ -163,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
         : r.int('BUZZ_PRESENCE_TTL_SECS', PRESENCE_TTL_DEFAULT_SECS, 90, PRESENCE_TTL_MAX_SECS),
       redisFailMode: r.oneOf('BUZZ_REDIS_FAIL_MODE', 'closed', ['closed', 'local']),
       shutdownDrainMs: r.int('BUZZ_SHUTDOWN_DRAIN_MS', 8000, 0, 300_000),
+      gapFillMaxEvents: r.int('BUZZ_REDIS_GAP_FILL_MAX_EVENTS', 10_000, 0, 1_000_000),
+      gapFillWindowSecs: r.int('BUZZ_REDIS_GAP_FILL_WINDOW_SECS', 300, 60, 3600),
     },
     requireRelayMembership: r.bool('BUZZ_REQUIRE_RELAY_MEMBERSHIP', false),
     allowNipOaAuth: r.bool('BUZZ_ALLOW_NIP_OA_AUTH', false),

@@ -6,34 +6,56 @@
  * per-recipient access re-check as a local one.
  *
  * Exactly once: the publishing pod already delivered the event locally, so it
- * must not deliver its own publication again. Before publishing it records a
- * local-echo key (community, event id) for 60 s and drops any received message
- * carrying a key it holds; the message also names the publishing pod, which
- * catches an echo whose key was evicted. Received events are recorded too, so
- * the same ephemeral event submitted on two pods reaches each subscriber once.
+ * must not deliver its own publication again. It records a delivered key
+ * (community, event id) for every event it accepts, published or not, and drops
+ * any received message carrying a key it holds; the message also names the
+ * publishing pod, which catches an echo whose key was evicted. Received events
+ * are recorded too, so the same ephemeral event submitted on two pods reaches
+ * each subscriber once. Keys live BUZZ_REDIS_GAP_FILL_WINDOW_SECS (default 300 s).
  * A pod subscribes to a community's topics while it holds a connection there
  * (LiveFanout retains the pattern).
  *
  * Bounded while Redis is down or slow: a publish is never queued. It fails at
  * once when the connection is not ready, and at most MAX_PENDING_PUBLISHES may
  * await a reply; beyond that the publish is dropped and counted. Local delivery
- * never depends on Redis. Events accepted while Redis is down do not reach other
- * pods (pub/sub has no replay); clients recover them through REQ history.
+ * never depends on Redis.
+ *
+ * Gap fill: pub/sub has no replay, so whenever the subscriber connection comes
+ * back (after an outage or any reconnect) the pod waits GAP_FILL_DELAY_MS, long
+ * enough for the other pods' publish connections to be back as well, then reads
+ * from the writer the stored events of the communities it serves received since
+ * the connection was lost (minus GAP_FILL_MARGIN_MS) and delivers them as remote
+ * events: the same guarded path, the same per-recipient access re-check, with
+ * the delivered keys skipping what it already delivered. The fill starts no
+ * earlier than the delivered keys reach back (`coveredSince`), so a longer outage
+ * is filled only for its last window and counted as limited; it replays at most
+ * BUZZ_REDIS_GAP_FILL_MAX_EVENTS rows and gives up after GAP_FILL_DEADLINE_MS,
+ * counting and logging what it left out. Ephemeral events are not stored and are
+ * not filled. Not covered: a publisher whose own Redis link stays down longer
+ * than GAP_FILL_DELAY_MS after this pod's subscriber reconnected.
  */
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { NostrEvent } from '../common/nostr.types.js';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { parseEvent } from '../events/event-validation.js';
 import { counter } from '../metrics/metric-factory.js';
-import { fanoutTopic } from './redis-keys.js';
+import { GapCursor, GapFillRepository } from './gap-fill.repository.js';
+import { communityOfFanoutPattern, fanoutTopic } from './redis-keys.js';
 import { RedisService } from './redis.service.js';
 import { TtlMap } from './ttl-map.js';
 
-export const LOCAL_ECHO_TTL_MS = 60_000;
 const ECHO_MAX_ENTRIES = 200_000;
+export const GAP_FILL_DELAY_MS = 3000;
+export const GAP_FILL_MARGIN_MS = 5000;
+const GAP_FILL_DEADLINE_MS = 30_000;
+const GAP_FILL_PAGE = 500;
+/** A capped fill counts what it left out up to this many rows. */
+const GAP_FILL_COUNT_LIMIT = 100_000;
 export const MAX_PENDING_PUBLISHES = 10_000;
 const MEMBERSHIP_KINDS: ReadonlySet<number> = new Set(Object.values(GROUP_KINDS));
 
@@ -50,7 +72,7 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
   /** This process's identity on the fan-out topics. */
   readonly podId = randomUUID();
   private readonly logger = new Logger('CrossPodFanout');
-  private readonly echoes = new TtlMap<true>(LOCAL_ECHO_TTL_MS, ECHO_MAX_ENTRIES);
+  private readonly echoes: TtlMap<true>;
   private readonly published = counter({ name: 'buzz_redis_published_total', help: 'Events published to Redis for other pods' });
   private readonly publishFailures = counter({
     name: 'buzz_redis_publish_failures_total',
@@ -63,6 +85,20 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     labelNames: ['outcome'],
   });
   private readonly multinode = counter({ name: 'buzz_multinode_fanout_total', help: 'Events from other pods fanned out on this pod' });
+  private readonly gapFillEvents = counter({
+    name: 'buzz_redis_gap_fill_events_total',
+    help: 'Stored events read back after a Redis subscriber reconnect: delivered, duplicate (already delivered), left_out (beyond the row cap or deadline)',
+    labelNames: ['outcome'],
+  });
+  private readonly gapFills = counter({ name: 'buzz_redis_gap_fills_total', help: 'Gap fills run after a Redis subscriber reconnect, by outcome', labelNames: ['outcome'] });
+  private readonly gapFillsLimited = counter({
+    name: 'buzz_redis_gap_fill_limited_total',
+    help: 'Gap fills that did not cover the whole outage: rows (row cap), deadline, window (outage longer than the duplicate guard)',
+    labelNames: ['reason'],
+  });
+  private gapSince: number | undefined;
+  private gapTimer: NodeJS.Timeout | undefined;
+  private gapRunning = false;
   private pending = 0;
   private lastFailureLog = 0;
   private readonly detach: Array<() => void> = [];
@@ -71,34 +107,37 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     private readonly redis: RedisService,
     private readonly bus: EventBus,
     private readonly access: ChannelAccessService,
-  ) {}
+    private readonly gaps: GapFillRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.echoes = new TtlMap<true>(config.scaleOut.gapFillWindowSecs * 1000, ECHO_MAX_ENTRIES);
+  }
 
   onModuleInit(): void {
     if (!this.redis.enabled) return;
     this.detach.push(this.bus.subscribe((p) => p.origin !== 'remote' && this.publish(p)));
     this.detach.push(this.redis.onTopicMessage((topic, message) => this.receive(topic, message)));
+    if (this.config.scaleOut.gapFillMaxEvents > 0) this.detach.push(this.redis.onResubscribed((lostAt) => this.scheduleGapFill(lostAt)));
   }
 
   /** Not at module destroy: writes that finish during the shutdown drain still reach other pods. */
   onApplicationShutdown(): void {
     for (const off of this.detach.splice(0)) off();
+    clearTimeout(this.gapTimer);
   }
 
   private publish({ communityId, channelId, event }: PublishedEvent): void {
+    // Recorded even when the publish fails: a later gap fill must not deliver it here again.
+    this.echoes.set(echoKey(communityId, event.id), true);
     if (!this.redis.commandReady) return this.failed('unavailable');
     if (this.pending >= MAX_PENDING_PUBLISHES) return this.failed('backlog');
-    const key = echoKey(communityId, event.id);
-    this.echoes.set(key, true);
     const message: FanoutMessage = { pod: this.podId, community: communityId, channel: channelId, event };
     this.pending += 1;
     this.redis
       .publish(fanoutTopic(communityId, channelId), JSON.stringify(message))
       .then(
         () => this.published.inc(),
-        (err: Error) => {
-          this.echoes.delete(key);
-          this.failed('error', err);
-        },
+        (err: Error) => this.failed('error', err),
       )
       .finally(() => (this.pending -= 1));
   }
@@ -107,14 +146,80 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     const message = decode(raw);
     if (!message || fanoutTopic(message.community, message.channel) !== topic) return void this.received.inc({ outcome: 'malformed' });
     if (message.pod === this.podId) return void this.received.inc({ outcome: 'own_echo' });
-    const key = echoKey(message.community, message.event.id);
-    if (this.echoes.has(key)) return void this.received.inc({ outcome: 'duplicate' });
-    this.echoes.set(key, true);
+    if (!this.deliverRemote(message.community, message.channel, message.event)) return void this.received.inc({ outcome: 'duplicate' });
     this.received.inc({ outcome: 'delivered' });
+  }
+
+  /** Hands an event another pod accepted to local subscribers unless it was delivered here already. */
+  private deliverRemote(communityId: string, channelId: string | null, event: NostrEvent): boolean {
+    if (!this.echoes.setIfAbsent(echoKey(communityId, event.id), true)) return false;
     // Membership changed on another pod: this pod's cached access must not outlive it.
-    if (MEMBERSHIP_KINDS.has(message.event.kind)) this.access.invalidate(message.community);
+    if (MEMBERSHIP_KINDS.has(event.kind)) this.access.invalidate(communityId);
     this.multinode.inc();
-    this.bus.publish({ communityId: message.community, channelId: message.channel, event: message.event, origin: 'remote' });
+    this.bus.publish({ communityId, channelId, event, origin: 'remote' });
+    return true;
+  }
+
+  private scheduleGapFill(lostAt: number): void {
+    this.gapSince = Math.min(this.gapSince ?? lostAt, lostAt);
+    if (this.gapTimer || this.gapRunning) return;
+    this.gapTimer = setTimeout(() => {
+      this.gapTimer = undefined;
+      void this.runGapFill();
+    }, GAP_FILL_DELAY_MS);
+    this.gapTimer.unref();
+  }
+
+  private async runGapFill(): Promise<void> {
+    const lostAt = this.gapSince;
+    this.gapSince = undefined;
+    if (lostAt === undefined) return;
+    this.gapRunning = true;
+    try {
+      await this.fillSince(lostAt);
+      this.gapFills.inc({ outcome: 'ok' });
+    } catch (err) {
+      this.gapFills.inc({ outcome: 'error' });
+      this.logger.warn(`gap fill after the Redis reconnect failed: ${(err as Error).message}; clients recover missed events through REQ`);
+    } finally {
+      this.gapRunning = false;
+      // Another reconnect while this one ran: fill again from its loss.
+      if (this.gapSince !== undefined) this.scheduleGapFill(this.gapSince);
+    }
+  }
+
+  private async fillSince(lostAt: number): Promise<void> {
+    const communities = this.redis.retainedPatterns().flatMap((p) => communityOfFanoutPattern(p) ?? []);
+    if (communities.length === 0) return;
+    let since = lostAt - GAP_FILL_MARGIN_MS;
+    const guarded = this.echoes.coveredSince();
+    if (since < guarded) {
+      this.gapFillsLimited.inc({ reason: 'window' });
+      this.logger.warn(`Redis subscriber was down since ${new Date(lostAt).toISOString()}, longer than the duplicate guard holds; gap fill starts at ${new Date(guarded).toISOString()}`);
+      since = guarded;
+    }
+    // Memberships may have changed on other pods while their messages were missed.
+    for (const c of communities) this.access.invalidate(c);
+    const { gapFillMaxEvents: cap } = this.config.scaleOut;
+    const deadline = Date.now() + GAP_FILL_DEADLINE_MS;
+    let cursor: GapCursor | undefined;
+    let read = 0;
+    do {
+      const page = await this.gaps.page(communities, since, cursor, Math.min(GAP_FILL_PAGE, cap - read));
+      for (const row of page.rows) {
+        const delivered = this.deliverRemote(row.communityId, row.channelId, row.event);
+        this.gapFillEvents.inc({ outcome: delivered ? 'delivered' : 'duplicate' });
+      }
+      read += page.rows.length;
+      cursor = page.next;
+    } while (cursor && read < cap && Date.now() < deadline);
+    if (!cursor) return;
+    const leftOut = await this.gaps.remaining(communities, since, cursor, GAP_FILL_COUNT_LIMIT);
+    if (leftOut === 0) return;
+    const reason = read >= cap ? 'rows' : 'deadline';
+    this.gapFillsLimited.inc({ reason });
+    this.gapFillEvents.inc({ outcome: 'left_out' }, leftOut);
+    this.logger.warn(`gap fill stopped (${reason}) after ${read} events; ${leftOut}${leftOut >= GAP_FILL_COUNT_LIMIT ? '+' : ''} more were not replayed live`);
   }
 
   private failed(reason: 'unavailable' | 'backlog' | 'error', err?: Error): void {

@@ -1,4 +1,4 @@
-import { communityKey, fanoutPattern, fanoutTopic, rateLimitKey } from './redis-keys.js';
+import { communityKey, communityOfFanoutPattern, fanoutPattern, fanoutTopic, rateLimitKey } from './redis-keys.js';
 
 describe('redis keys', () => {
   const community = '0f0e0d0c-0000-4000-8000-000000000001';
@@ -18,5 +18,11 @@ describe('redis keys', () => {
 
   it('escapes glob characters so a community pattern cannot match another community', () => {
     expect(fanoutPattern('a*b?[c]')).toBe('buzz:a\\*b\\?\\[c\\]:fanout:*');
+  });
+
+  it('recovers the community from its pattern and nothing from other keys', () => {
+    expect(communityOfFanoutPattern(fanoutPattern(community))).toBe(community);
+    expect(communityOfFanoutPattern(fanoutPattern('a*b?[c]'))).toBe('a*b?[c]');
+    expect(communityOfFanoutPattern(rateLimitKey(community, pubkey, 'msg'))).toBeUndefined();
   });
 });

@@ -17,6 +17,12 @@ export function fanoutPattern(communityId: string): string {
   return `${communityKey(communityId, 'fanout').replace(/[*?[\]\\]/g, (c) => `\\${c}`)}:*`;
 }
 
+/** The community a fanoutPattern() was made for; undefined for any other string. */
+export function communityOfFanoutPattern(pattern: string): string | undefined {
+  const m = /^buzz:(.+):fanout:\*$/.exec(pattern);
+  return m ? m[1].replace(/\\(.)/g, '$1') : undefined;
+}
+
 export function rateLimitKey(communityId: string, pubkey: string, bucket: 'msg' | 'api' | 'ws'): string {
   return communityKey(communityId, 'ratelimit', pubkey, bucket);
 }

@@ -21,6 +21,8 @@ import { gauge } from '../metrics/metric-factory.js';
 
 export type RedisState = 'disabled' | 'connected' | 'disconnected';
 export type TopicListener = (topic: string, message: string) => void;
+/** Called when the subscriber connection is ready again; `lostAt` is when it was last lost (or the pod started). */
+export type ResubscribeListener = (lostAt: number) => void;
 
 const COMMAND_TIMEOUT_MS = 2000;
 const CONNECT_TIMEOUT_MS = 2000;
@@ -44,6 +46,9 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
   /** Pattern → how many holders need it; the subscriber re-issues all of them on every ready. */
   private readonly patterns = new Map<string, number>();
   private readonly listeners = new Set<TopicListener>();
+  private readonly resubscribeListeners = new Set<ResubscribeListener>();
+  /** When the subscriber connection last stopped receiving; the pod's start until it first connects. */
+  private subscriberLostAt: number | undefined = Date.now();
   private closing = false;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
@@ -56,6 +61,7 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
     this.command = this.connect(url, 'command');
     this.subscriber = this.connect(url, 'subscriber');
     this.subscriber.on('ready', () => this.resubscribe());
+    this.subscriber.on('close', () => (this.subscriberLostAt ??= Date.now()));
     this.subscriber.on('pmessage', (_pattern: string, topic: string, message: string) => {
       for (const listener of this.listeners) listener(topic, message);
     });
@@ -84,6 +90,17 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
   onTopicMessage(listener: TopicListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Listens for the subscriber connection coming back (messages published meanwhile were missed). */
+  onResubscribed(listener: ResubscribeListener): () => void {
+    this.resubscribeListeners.add(listener);
+    return () => this.resubscribeListeners.delete(listener);
+  }
+
+  /** The patterns the subscriber currently holds (or re-issues on its next ready). */
+  retainedPatterns(): string[] {
+    return [...this.patterns.keys()];
   }
 
   /** Subscribes to pattern while at least one holder retains it. */
@@ -144,6 +161,10 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
   private resubscribe(): void {
     const all = [...this.patterns.keys()];
     if (all.length > 0) this.subscriber?.psubscribe(...all).catch(() => undefined);
+    const lostAt = this.subscriberLostAt;
+    this.subscriberLostAt = undefined;
+    if (lostAt === undefined) return;
+    for (const listener of this.resubscribeListeners) listener(lostAt);
   }
 }
 

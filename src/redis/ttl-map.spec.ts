@@ -39,4 +39,18 @@ describe('TtlMap', () => {
     expect(map.size).toBe(3);
     expect([map.get('c'), map.get('d'), map.get('f')]).toEqual([undefined, 4, 6]);
   });
+
+  it('reports how far back it still holds every key, shortened when the cap drops live entries', () => {
+    let now = 10_000;
+    const map = new TtlMap<true>(1000, 2, () => now);
+    expect(map.coveredSince()).toBe(9000);
+    map.set('a', true);
+    now = 10_100;
+    map.set('b', true);
+    now = 10_200;
+    map.set('c', true); // drops 'a', set at 10 000 and still live
+    expect(map.coveredSince()).toBe(10_001);
+    now = 12_000;
+    expect(map.coveredSince()).toBe(11_000);
+  });
 });

@@ -7,6 +7,8 @@
  */
 export class TtlMap<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  /** Set time of the newest entry the size cap dropped before it expired. */
+  private droppedSetAt = -Infinity;
 
   constructor(
     private readonly ttlMs: number,
@@ -46,6 +48,14 @@ export class TtlMap<V> {
     return true;
   }
 
+  /**
+   * The earliest time from which every key set (and not deleted) is still held: now − ttl, or
+   * later once the size cap has dropped live entries.
+   */
+  coveredSince(): number {
+    return Math.max(this.now() - this.ttlMs, this.droppedSetAt + 1);
+  }
+
   delete(key: string): boolean {
     return this.entries.delete(key);
   }
@@ -58,7 +68,10 @@ export class TtlMap<V> {
   }
 
   private dropOldest(): void {
-    const oldest = this.entries.keys().next();
-    if (!oldest.done) this.entries.delete(oldest.value);
+    const oldest = this.entries.entries().next();
+    if (oldest.done) return;
+    const [key, entry] = oldest.value;
+    this.droppedSetAt = Math.max(this.droppedSetAt, entry.expiresAt - this.ttlMs);
+    this.entries.delete(key);
   }
 }

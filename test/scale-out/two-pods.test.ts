@@ -290,6 +290,52 @@ describe('Redis restart mid-stream', () => {
   });
 });
 
+describe('gap fill after a Redis outage', () => {
+  it('replays events accepted while Redis was down to the other pod exactly once, re-checking access', async () => {
+    const secretChannel = randomUUID();
+    const owner = await connect(podA, alice);
+    expect(await owner.publish(alice.sign({ kind: 9007, tags: [['h', secretChannel], ['name', 'vault'], ['visibility', 'private']] }))).toEqual([true, '']);
+    expect(await owner.publish(alice.sign({ kind: 9000, tags: [['h', secretChannel], ['p', bob.pubkey]] }))).toEqual([true, '']);
+    const onA = await connect(podA, carol);
+    const onB = await connect(podB, bob);
+    const ownerOnB = await connect(podB, alice);
+    const outsiderOnB = await connect(podB, carol);
+    await subscribe(onA, 'g-a', { '#h': [openChannel], kinds: [9] });
+    await subscribe(onB, 'g-b', { '#h': [openChannel], kinds: [9] });
+    await subscribe(onB, 'g-member', { '#h': [secretChannel], kinds: [9] });
+    await subscribe(ownerOnB, 'g-owner', { '#h': [secretChannel], kinds: [9] });
+    await subscribe(outsiderOnB, 'g-global', { kinds: [9] });
+    // Pod B has checked (and cached) bob's access to the private channel before the outage.
+    const before = msg(alice, secretChannel, 'before the outage');
+    expect(await owner.publish(before)).toEqual([true, '']);
+    await arrival(onB, 'g-member', before.id);
+    const filledOnB = await metric(podB, 'buzz_redis_gap_fill_events_total', { outcome: 'delivered' });
+    const skippedOnA = await metric(podA, 'buzz_redis_gap_fill_events_total', { outcome: 'duplicate' });
+
+    await redis.kill();
+    for (const pod of [podA, podB]) await eventually('redis reported down', async () => (await readiness(pod)).body.redis === 'disconnected');
+    const during = msg(alice, openChannel, 'accepted while Redis was down');
+    expect(await owner.publish(during)).toEqual([true, '']);
+    await arrival(onA, 'g-a', during.id);
+    // Bob leaves the private channel during the outage; pod B never hears of it live.
+    expect(await owner.publish(alice.sign({ kind: 9001, tags: [['h', secretChannel], ['p', bob.pubkey]] }))).toEqual([true, '']);
+    const secret = msg(alice, secretChannel, 'after bob left, during the outage');
+    expect(await owner.publish(secret)).toEqual([true, '']);
+    await settle();
+    expect(copies(onB, 'g-b', during.id)).toBe(0);
+
+    await redis.restart();
+    await arrival(onB, 'g-b', during.id, 20_000);
+    await arrival(ownerOnB, 'g-owner', secret.id, 20_000);
+    await eventually('pod A gap fill ran', async () => (await metric(podA, 'buzz_redis_gap_fill_events_total', { outcome: 'duplicate' })) > skippedOnA);
+    await settle(1000);
+    expect([copies(onA, 'g-a', during.id), copies(onB, 'g-b', during.id), copies(ownerOnB, 'g-owner', secret.id)]).toEqual([1, 1, 1]);
+    expect(copies(onB, 'g-member', secret.id)).toBe(0);
+    expect(outsiderOnB.frames.filter((f) => f[0] === 'EVENT' && (f[2] as { id: string }).id === secret.id)).toEqual([]);
+    expect(await metric(podB, 'buzz_redis_gap_fill_events_total', { outcome: 'delivered' })).toBeGreaterThanOrEqual(filledOnB + 3);
+  });
+});
+
 describe('graceful shutdown', () => {
   it('SIGTERM with publishes in flight: every OK true event is stored and reached the other pod', async () => {
     const hank = newIdentity();
