@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import type { Client } from 'pg';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import { BenchConnection, mergePublishResults, toPublishItems, type PublishResult } from './lib/bench-connection.js';
-import { BenchEnv, logLine, quietPool, round, secondsSince, startBenchEnv, summarize } from './lib/bench-env.js';
+import { BenchEnv, logLine, quietPool, round, secondsSince, startBenchEnv, summarize, runBench } from './lib/bench-env.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients, type SqlRunResult } from './lib/sql-baseline.js';
@@ -180,10 +180,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    logLine(`failed: ${(err as Error)?.stack ?? String(err)}`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -43,7 +43,7 @@ import { EventWriteRepository } from '../src/events/event-write.repository.js';
 import { ReadScope } from '../src/events/read-scope.js';
 import { StoredEventInput } from '../src/events/stored-event.js';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
-import { BenchEnv, logLine, quietPool, round, startBenchEnv, summarize } from './lib/bench-env.js';
+import { BenchEnv, logLine, quietPool, round, startBenchEnv, summarize, runBench } from './lib/bench-env.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -534,10 +534,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    logLine(`failed: ${(err as Error)?.stack ?? String(err)}`);
-    process.exit(1);
-  },
-);
+runBench(main);

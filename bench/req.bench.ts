@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import type { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
-import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv, runBench } from './lib/bench-env.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
@@ -258,10 +258,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    logLine(`failed: ${(err as Error)?.stack ?? String(err)}`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -186,6 +186,17 @@ function once(fn: () => Promise<void>): () => Promise<void> {
 }
 
 /** Progress goes to stderr; stdout carries only the JSON result lines. */
+/** Runs a bench's `main` and exits with the status it returns (void = 0), or 1 with the error on stderr. */
+export function runBench(main: () => Promise<number | void>): void {
+  main().then(
+    (code) => process.exit(code ?? 0),
+    (err: unknown) => {
+      logLine(`failed: ${(err as Error)?.stack ?? String(err)}`);
+      process.exit(1);
+    },
+  );
+}
+
 export function logLine(msg: string): void {
   process.stderr.write(`[bench] ${msg}\n`);
 }
