@@ -6,7 +6,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { deriveChannel, mentionsOf, threadRefsOf } from './event-derivation.js';
+import { deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
 import { EventBus } from './event-bus.js';
 import { checkEventLimits, parseEvent } from './event-validation.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -163,7 +163,7 @@ export class IngestService {
   /** One active reaction per (actor, target, emoji); the row and the kind-7 event commit together. */
   private storeReaction(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
     const { event } = item;
-    const target = lastETag(event)!;
+    const target = lastHexTag(event, 'e')!;
     const emoji = event.content === '' ? '+' : event.content;
     if ([...emoji].length > 64) reject('invalid: reaction emoji exceeds 64 characters');
     return this.writer.transaction(item.channelId !== null, async (tx) => {
@@ -222,10 +222,6 @@ export class IngestService {
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
   const at = Number(current.created_at);
   return at > event.created_at || (at === event.created_at && current.id.toString('hex') < event.id);
-}
-
-function lastETag(event: NostrEvent): string | undefined {
-  return [...event.tags].reverse().find((t) => t[0] === 'e' && /^[0-9a-f]{64}$/.test(t[1] ?? ''))?.[1];
 }
 
 function parseCoordinate(value: string | undefined): { kind: number; pubkey: string; d: string } | undefined {
