@@ -12,6 +12,7 @@
  */
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
+import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../common/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { matchFilter } from '../events/filter.js';
@@ -22,6 +23,9 @@ import { PresenceService } from '../redis/presence.service.js';
 import { fanoutPattern } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
 import { LiveSubscription, RelayConnection } from './relay-connection.js';
+
+/** NIP-29 commands after which some readers may have lost a channel. */
+const ACCESS_REVOKING_KINDS: ReadonlySet<number> = new Set([GROUP_KINDS.REMOVE_USER, GROUP_KINDS.LEAVE, GROUP_KINDS.EDIT_METADATA, GROUP_KINDS.DELETE_GROUP]);
 
 @Injectable()
 export class LiveFanout implements OnModuleDestroy {
@@ -87,6 +91,41 @@ export class LiveFanout implements OnModuleDestroy {
       conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, json, communityId, channelId));
     }
     this.metrics.fanoutRecipients.observe(recipients);
+    if (channelId !== null && ACCESS_REVOKING_KINDS.has(event.kind)) this.evictLostAccess(communityId, channelId);
+  }
+
+  /**
+   * Channel eviction (relay.md §2.9): after a command that can take a channel away from readers
+   * (remove-user, leave, a switch to private, delete), every channel-scoped subscription (its
+   * filters name channels with `#h`) authorised for that channel whose pubkey can no longer read
+   * it is retired with a terminal
+   * `CLOSED "restricted: not a channel member"`, in order with the connection's deliveries. A
+   * CLOSED that cannot be queued cancels the connection. Runs on every pod: the command event
+   * reaches the others over Redis, after their access caches for the community were dropped.
+   * An access lookup that fails evicts nothing (send-time checks still fail closed).
+   */
+  private evictLostAccess(communityId: string, channelId: string): void {
+    for (const conn of this.byCommunity.get(communityId) ?? []) {
+      const pubkey = conn.pubkey;
+      if (conn.authState !== 'authenticated' || !pubkey) continue;
+      const held = [...conn.subscriptions].filter(([, sub]) => channelScoped(sub) && sub.scope.channels !== 'any' && sub.scope.channels.includes(channelId));
+      if (held.length === 0) continue;
+      conn.fanoutChain = conn.fanoutChain.then(async () => {
+        const readable = await this.access.accessible(communityId, pubkey).then(
+          (ids) => ids.has(channelId),
+          () => true,
+        );
+        if (readable) return;
+        for (const [subId, sub] of held) {
+          if (!conn.retireIfOwner(subId, sub.token)) continue;
+          this.metrics.channelEvictions.inc();
+          if (conn.send(['CLOSED', subId, 'restricted: not a channel member']) !== 'sent') {
+            conn.cancel();
+            return;
+          }
+        }
+      });
+    }
   }
 
   private async sendChecked(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, json: string, communityId: string, channelId: string | null): Promise<void> {
@@ -99,14 +138,18 @@ export class LiveFanout implements OnModuleDestroy {
   }
 }
 
+/** Every filter names channels (`#h`): only such subscriptions receive channel events live. */
+function channelScoped(sub: LiveSubscription): boolean {
+  return sub.filters.every((f) => (f.tags.h?.length ?? 0) > 0);
+}
+
 /** True when the subscription's scope admits the event and one of its filters matches. */
 export function subscriptionWants(sub: LiveSubscription, event: NostrEvent, channelId: string | null, reader: string): boolean {
   const { scope } = sub;
   if (!sub.live) return false;
   if (channelId === null && !scope.includeGlobal) return false;
   if (channelId !== null) {
-    const pinned = sub.filters.every((f) => (f.tags.h?.length ?? 0) > 0);
-    if (!pinned) return false;
+    if (!channelScoped(sub)) return false;
     if (scope.channels !== 'any' && !scope.channels.includes(channelId)) return false;
   }
   return eventVisibleToReader(event, reader) && sub.filters.some((f) => matchFilter(event, f));

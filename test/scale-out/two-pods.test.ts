@@ -166,7 +166,7 @@ describe('access re-check on the receiving pod', () => {
     expect(outsiderOnB.frames.filter((f) => f[0] === 'EVENT' && (f[2] as { id: string }).id === secret.id)).toEqual([]);
   });
 
-  it('stops delivering on pod B as soon as the member is removed on pod A', async () => {
+  it('stops delivering on pod B as soon as the member is removed on pod A, and closes that subscription there', async () => {
     // Pod B has just checked (and cached) the member's access to deliver this one.
     const before = msg(alice, privateChannel, 'before the removal');
     expect(await owner.publish(before)).toEqual([true, '']);
@@ -178,6 +178,8 @@ describe('access re-check on the receiving pod', () => {
     await arrival(ownerOnB, 'owner', after.id);
     await settle();
     expect(copies(memberOnB, 'member', after.id)).toBe(0);
+    // Channel eviction (relay.md §2.9) ran on pod B too, from the command event that crossed over Redis.
+    expect(memberOnB.frames.filter((f) => f[0] === 'CLOSED' && f[1] === 'member')).toEqual([['CLOSED', 'member', 'restricted: not a channel member']]);
   });
 });
 
