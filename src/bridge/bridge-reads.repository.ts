@@ -9,7 +9,7 @@ import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
-import { FENCED_COLUMNS, isEventRefId, referencingCtes } from '../events/event-read.repository.js';
+import { isEventRefId, referencingCtes } from '../events/event-read.repository.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 
@@ -71,7 +71,7 @@ export class BridgeReadsRepository {
       const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => {
         const res = await sql<EventRow>`
           with ${matches}
-          select ${FENCED_COLUMNS} from m order by m.created_at asc, m.id asc
+          select ${EVENT_COLUMNS} from m e order by e.created_at asc, e.id asc
            limit ${pageSize}`.execute(tx);
         return res.rows;
       });

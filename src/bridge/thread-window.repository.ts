@@ -112,7 +112,7 @@ export class ThreadWindowRepository {
         )`;
     const { rows } = await sql<SizedRow>`
       with ${matches}
-      select e.id, e.pubkey, extract(epoch from e.created_at)::bigint as created_at, e.kind, e.tags, e.content, e.sig,
+      select ${EVENT_COLUMNS},
              octet_length(e.content) + octet_length(e.tags::text) as bytes
         from m e order by e.created_at asc, e.id asc
        limit ${pageSize + 1}`.execute(db);

@@ -59,10 +59,5 @@ export function statementCachingClient(capacity: number): ClientClass {
       }
       return (super.query as (...a: unknown[]) => never)(...args);
     }
-
-    /** Distinct statements this connection has prepared (tests and diagnostics). */
-    preparedCount(): number {
-      return this.prepared.size;
-    }
   };
 }

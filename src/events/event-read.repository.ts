@@ -8,7 +8,7 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, expressionBuilder, Kysely, RawBuilder, SqlBool, sql } from 'kysely';
 import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { pageBound, scopeSql } from './event-sql.js';
+import { EVENT_COLUMNS, pageBound, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
@@ -70,7 +70,7 @@ export class EventReadRepository {
         const page = offset > 0 ? sql`offset ${offset}` : sql``;
         const res = await sql<EventRow>`
           with ${referencingCtes(scope.communityId, refs, filter.kinds, eventConditions(scope, filter))}
-          select ${FENCED_COLUMNS} from m order by m.created_at desc, m.id asc limit ${limit} ${page}`.execute(tx);
+          select ${EVENT_COLUMNS} from m e order by e.created_at desc, e.id asc limit ${limit} ${page}`.execute(tx);
         return res.rows;
       }
       return tx
@@ -89,9 +89,6 @@ export class EventReadRepository {
     return (rows as unknown as EventRow[]).map(rowToEvent);
   }
 }
-
-/** The output columns of a fenced `m` CTE, `created_at` as whole epoch seconds. */
-export const FENCED_COLUMNS = sql`m.id, m.pubkey, extract(epoch from m.created_at)::bigint as created_at, m.kind, m.tags, m.content, m.sig`;
 
 /**
  * CTEs `r` and `m` of the reference-table form (migration 0016), both MATERIALIZED:

@@ -100,11 +100,6 @@ export function isSignatureVerifierError(error: unknown): error is SignatureVeri
   return error instanceof Error && error.name === 'SignatureVerifierError';
 }
 
-/** The BIP-340 implementation `verifyEventSync` uses in this process. */
-export function schnorrBackend(): SchnorrBackend {
-  return mainThreadBackend;
-}
-
 /** Synchronous verification on the calling thread, for rare events (NIP-42 AUTH, NIP-98). */
 export function verifyEventSync(event: VerifiableEvent): VerifyResult {
   return resultFromCode(verifyEventCore(event));

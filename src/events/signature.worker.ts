@@ -163,7 +163,7 @@ const CHALLENGE_TAG = createHash('sha256').update('BIP0340/challenge').digest();
  * parity of y. Returns null in the one case these operations cannot express (e ≡ 0 mod n, which a
  * hash hits with negligible probability), and the caller then uses the WASM check.
  */
-export function verifyNativeSchnorr(addon: Secp256k1Addon, msg: Buffer, pubkey: Buffer, sig: Buffer): VerifyCode | null {
+function verifyNativeSchnorr(addon: Secp256k1Addon, msg: Buffer, pubkey: Buffer, sig: Buffer): VerifyCode | null {
   const r = sig.subarray(0, 32);
   const s = sig.subarray(32, 64);
   if (r.compare(FIELD_SIZE) >= 0 || s.compare(CURVE_ORDER) >= 0) {

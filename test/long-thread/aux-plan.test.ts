@@ -359,7 +359,7 @@ describe('aux e-tag query plan (188 ids)', () => {
     expect(query.sql).toMatch(/from unnest\(\$\d+::bytea\[\]\) as q\(ref_id\)/i);
     expect(query.sql).toMatch(/from event_refs rf/i);
     expect(query.sql).toMatch(/m as materialized \(/i);
-    expect(query.sql).toMatch(/\)\s*select[\s\S]*from m order by[\s\S]*limit/i);
+    expect(query.sql).toMatch(/\)\s*select[\s\S]*from m e order by[\s\S]*limit/i);
     expect(query.sql).not.toMatch(/@>/);
     expect(query.parameters.filter((p) => Array.isArray(p) && p.length === threadIds.length)).toHaveLength(1);
   });
