@@ -5,15 +5,13 @@
  * SQL, so LIMIT counts only real matches.
  */
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, expressionBuilder, Kysely, RawBuilder, SqlBool, sql } from 'kysely';
+import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
 import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { EVENT_COLUMNS, pageBound, scopeSql } from './event-sql.js';
+import { asKysely, checkedBound, compileSql, EVENT_COLUMN_LIST, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
-
-type Eb = ExpressionBuilder<DB, 'events'>;
 
 @Injectable()
 export class EventReadRepository {
@@ -21,18 +19,14 @@ export class EventReadRepository {
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
     if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
-    const rows = await db
-      .selectFrom('events')
-      .select(['id', 'pubkey', sql<string>`extract(epoch from created_at)::bigint`.as('created_at'), 'kind', 'tags', 'content', 'sig'])
-      .where((eb) => eb.and(whereFilter(eb, scope, filter)))
-      // Qualified: a bare `created_at` would name the epoch output column above and
-      // defeat every (…, created_at DESC, id) index with a full sort.
-      .orderBy('events.created_at', 'desc')
-      .orderBy('events.id', 'asc')
-      .limit(pageBound(limit))
-      .$if(offset > 0, (q) => q.offset(pageBound(offset)))
-      .execute();
-    return (rows as unknown as EventRow[]).map(rowToEvent);
+    // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
+    const where = compileSql(joinFragments(whereFilter(scope, filter), ' and '));
+    // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
+    // every (…, created_at DESC, id) index with a full sort.
+    const page = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
+    const text = `select ${EVENT_COLUMN_LIST} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
+    const { rows } = await db.executeQuery<EventRow>(CompiledQuery.raw(text, where.params));
+    return rows.map(rowToEvent);
   }
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
@@ -47,7 +41,7 @@ export class EventReadRepository {
       return on
         .selectFrom('events')
         .select((eb) => eb.fn.countAll<string>().as('n'))
-        .where((eb) => eb.and(whereFilter(eb, scope, filter)))
+        .where(asKysely<boolean>(joinFragments(whereFilter(scope, filter), ' and ')))
         .executeTakeFirstOrThrow();
     };
     // Seed 002: e-tag counts run under the same tighten-only deadline as e-tag pages.
@@ -65,28 +59,22 @@ export class EventReadRepository {
    */
   private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset: number): Promise<NostrEvent[]> {
     const refs = refIds(filter);
+    const page = offset > 0 ? sql`offset ${offset}` : sql``;
     const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => {
       if (refs) {
-        const page = offset > 0 ? sql`offset ${offset}` : sql``;
         const res = await sql<EventRow>`
           with ${referencingCtes(scope.communityId, refs, filter.kinds, eventConditions(scope, filter))}
           select ${EVENT_COLUMNS} from m e order by e.created_at desc, e.id asc limit ${limit} ${page}`.execute(tx);
         return res.rows;
       }
-      return tx
-        .with(
-          (cte) => cte('m').materialized(),
-          (qb) => qb.selectFrom('events').select(['id', 'pubkey', 'created_at', 'kind', 'tags', 'content', 'sig']).where((eb) => eb.and(whereFilter(eb, scope, filter))),
-        )
-        .selectFrom('m')
-        .select(['m.id', 'm.pubkey', sql<string>`extract(epoch from m.created_at)::bigint`.as('created_at'), 'm.kind', 'm.tags', 'm.content', 'm.sig'])
-        .orderBy('m.created_at', 'desc')
-        .orderBy('m.id', 'asc')
-        .limit(limit)
-        .$if(offset > 0, (q) => q.offset(offset))
-        .execute();
+      const res = await sql<EventRow>`
+        with m as materialized (
+          select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
+           where ${asKysely(joinFragments(whereFilter(scope, filter), ' and '))})
+        select ${EVENT_COLUMNS} from m e order by e.created_at desc, e.id asc limit ${limit} ${page}`.execute(tx);
+      return res.rows;
     });
-    return (rows as unknown as EventRow[]).map(rowToEvent);
+    return rows.map(rowToEvent);
   }
 }
 
@@ -130,7 +118,7 @@ export function referencingCtes(
 
 /** The filter's conditions (positional `e` re-check included) as SQL over the `events e` probe of referencingCtes. */
 function eventConditions(scope: ReadScope, filter: NostrFilter): RawBuilder<unknown> {
-  return sql.join(whereFilter(expressionBuilder<DB, 'events'>(), scope, filter, 'refs'), sql` and `);
+  return asKysely(joinFragments(whereFilter(scope, filter, 'refs'), ' and '));
 }
 
 /** The `#e` values as 32-byte ids when event_refs can answer for all of them (it stores only lowercase 64-hex). */
@@ -151,33 +139,29 @@ function hasETags(filter: NostrFilter): boolean {
  * found through event_refs: the `e` GIN prefilter is left out (the planner would otherwise be
  * free to probe the GIN index again) and only the positional re-check stays.
  */
-export function whereFilter(eb: Eb, scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): Expression<SqlBool>[] {
-  const conds: Expression<SqlBool>[] = [eb('community_id', '=', scope.communityId), eb('deleted_at', 'is', null)];
+export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): SqlFragment[] {
+  const conds: SqlFragment[] = [frag`community_id = ${scope.communityId}::uuid`, frag`deleted_at is null`];
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
-  conds.push(scopeSql(scope, sql.ref('channel_id')));
+  conds.push(scopeFragment(scope, 'channel_id'));
   // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
   // order, so the one-value case (the common one) would otherwise sort every match.
-  if (f.ids) conds.push(f.ids.length === 1 ? sql<SqlBool>`id = ${hexArray(f.ids)[0]}` : sql<SqlBool>`id = any(${hexArray(f.ids)}::bytea[])`);
-  if (f.authors) {
-    conds.push(f.authors.length === 1 ? sql<SqlBool>`pubkey = ${hexArray(f.authors)[0]}` : sql<SqlBool>`pubkey = any(${hexArray(f.authors)}::bytea[])`);
-  }
-  if (f.kinds) conds.push(f.kinds.length === 1 ? sql<SqlBool>`kind = ${f.kinds[0]}::int` : sql<SqlBool>`kind = any(${f.kinds}::int[])`);
-  if (f.since !== undefined) conds.push(sql<SqlBool>`created_at >= to_timestamp(${f.since})`);
-  if (f.until !== undefined && f.before_id === undefined) conds.push(sql<SqlBool>`created_at <= to_timestamp(${f.until})`);
+  if (f.ids) conds.push(f.ids.length === 1 ? frag`id = ${hexArray(f.ids)[0]}` : frag`id = any(${hexArray(f.ids)}::bytea[])`);
+  if (f.authors) conds.push(f.authors.length === 1 ? frag`pubkey = ${hexArray(f.authors)[0]}` : frag`pubkey = any(${hexArray(f.authors)}::bytea[])`);
+  if (f.kinds) conds.push(f.kinds.length === 1 ? frag`kind = ${f.kinds[0]}::int` : frag`kind = any(${f.kinds}::int[])`);
+  if (f.since !== undefined) conds.push(frag`created_at >= to_timestamp(${f.since})`);
+  if (f.until !== undefined && f.before_id === undefined) conds.push(frag`created_at <= to_timestamp(${f.until})`);
   if (f.until !== undefined && f.before_id !== undefined) {
     // Composite cursor for `created_at DESC, id ASC`: strictly after (until, before_id).
-    conds.push(
-      sql<SqlBool>`(created_at < to_timestamp(${f.until}) or (created_at = to_timestamp(${f.until}) and id > decode(${f.before_id}, 'hex')))`,
-    );
+    conds.push(frag`(created_at < to_timestamp(${f.until}) or (created_at = to_timestamp(${f.until}) and id > decode(${f.before_id}, 'hex')))`);
   }
   for (const [key, values] of Object.entries(f.tags)) {
-    if (values.length === 0) return [sql<SqlBool>`false`];
+    if (values.length === 0) return [frag`false`];
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
-    if (key !== 'e' || eTags === 'gin') conds.push(sql<SqlBool>`tags @> any(${probes}::jsonb[])`);
+    if (key !== 'e' || eTags === 'gin') conds.push(frag`tags @> any(${probes}::jsonb[])`);
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
-    conds.push(sql<SqlBool>`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
+    conds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
   return conds;
 }

@@ -43,7 +43,7 @@ export class SearchRepository {
       select ${EVENT_COLUMNS} from events e
        where e.community_id = ${communityId}::uuid and e.deleted_at is null
          and e.id = any(${ids.map((id) => Buffer.from(id, 'hex'))}::bytea[])`.execute(db);
-    const byId = new Map(rows.map((r) => [r.id.toString('hex'), rowToEvent(r)]));
+    const byId = new Map(rows.map((r) => [r.id, rowToEvent(r)]));
     return ids.flatMap((id) => byId.get(id) ?? []);
   }
 }

@@ -22,25 +22,25 @@ export interface ThreadAnchor {
   readonly createdAt: number;
 }
 
-/** Row shape every event read selects. */
+/** Row shape every event read selects (EVENT_COLUMNS: binary columns already as lowercase hex). */
 export interface EventRow {
-  id: Buffer;
-  pubkey: Buffer;
+  id: string;
+  pubkey: string;
   created_at: string | number;
   kind: number;
   tags: string[][];
   content: string;
-  sig: Buffer;
+  sig: string;
 }
 
 export function rowToEvent(row: EventRow): NostrEvent {
   return {
-    id: row.id.toString('hex'),
-    pubkey: row.pubkey.toString('hex'),
+    id: row.id,
+    pubkey: row.pubkey,
     created_at: Number(row.created_at),
     kind: row.kind,
     tags: row.tags,
     content: row.content,
-    sig: row.sig.toString('hex'),
+    sig: row.sig,
   };
 }

@@ -59,7 +59,7 @@ export class GapFillRepository {
     const last = rows.at(-1);
     return {
       rows: rows.map((r) => ({ communityId: r.community_id, channelId: r.channel_id, event: rowToEvent(r) })),
-      next: last && rows.length === limit ? { receivedAt: last.received_key, id: last.id } : undefined,
+      next: last && rows.length === limit ? { receivedAt: last.received_key, id: Buffer.from(last.id, 'hex') } : undefined,
     };
   }
 
