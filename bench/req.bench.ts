@@ -8,16 +8,23 @@
  *
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 20]
  *
+ * Then, for each `--rates` value (REQs per second over all connections and the three shapes in
+ * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
+ * were answered, each latency counted from its scheduled time; the baseline is the same schedule
+ * of the same SQL as named statements on 8 direct `pg` connections. These lines (`open_<rate>`) give the latency a
+ * client sees below saturation; the closed-loop lines give capacity.
+ *
  * `--reqs` is per connection and per shape. The seed is published through the relay (signed with
  * nostr-tools finalizeEvent before timing); each shape's first relay answer is checked against
  * its SQL answer, and every REQ must end with EOSE and `limit` events (exit 1 otherwise).
  */
 import { parseArgs } from 'node:util';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
-import type { Client } from 'pg';
+import { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
 import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv, runBench } from './lib/bench-env.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
+import { runOpenLoop } from './lib/open-loop.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
 
@@ -27,12 +34,18 @@ const { values: args } = parseArgs({
     reqs: { type: 'string', default: '250' },
     connections: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '20' },
+    rates: { type: 'string', default: '250,500,750' },
+    'open-seconds': { type: 'string', default: '10' },
+    'open-warmup-seconds': { type: 'string', default: '10' },
   },
 });
 const SEED = Number(args.seed);
 const REQS = Number(args.reqs);
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
+const RATES = args.rates.split(',').filter(Boolean).map(Number);
+const OPEN_SECONDS = Number(args['open-seconds']);
+const OPEN_WARMUP_SECONDS = Number(args['open-warmup-seconds']);
 const LIMIT = 20;
 const TOPICS = 20;
 const SPREAD_SECS = 300;
@@ -99,6 +112,14 @@ async function seed(env: BenchEnv, conns: readonly BenchConnection[], events: re
   const start = process.hrtime.bigint();
   const result = mergePublishResults(await Promise.all(conns.map((c, i) => c.publishWindowed(perConnection[i], PUBLISH_WINDOW))));
   if (result.accepted !== events.length) throw new Error(`seeding: ${result.accepted}/${events.length} accepted: ${JSON.stringify(Object.fromEntries(result.reasons))}`);
+  // Vacuum now (GIN pending lists merged, visibility map set, statistics fresh), so that
+  // autovacuum does not wake up on the fresh rows in the middle of a measured run.
+  const pool = quietPool(env.writerUrl, 1);
+  try {
+    await pool.query('vacuum (analyze) events, event_refs');
+  } finally {
+    await pool.end();
+  }
   await env.cluster.waitForReplica();
   logLine(`seeded ${result.accepted} events through the relay in ${round(secondsSince(start), 1)} s`);
 }
@@ -204,6 +225,7 @@ function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
     ratio: round(reqsPerS / sqlPerS, 3),
     relay_cpu_ms_per_req: perItem(relay.cpu.relay, relay),
     pg_cpu_ms_per_req: perItem(relay.cpu.postgres, relay),
+    client_cpu_ms_per_req: perItem(relay.cpu.client, relay),
     baseline_pg_cpu_ms_per_query: perItem(sql.cpu.postgres, sql),
     relay_shape_sql_queries_per_s: round(relaySql.latenciesMs.length / relaySql.seconds, 1),
     relay_shape_sql_p50_ms: rs.p50,
@@ -224,6 +246,75 @@ async function measureShape(env: BenchEnv, conns: readonly BenchConnection[], co
   return { relay, sql, relaySql };
 }
 
+/** A statement name per distinct SQL text (the shapes differ in text, not only in values). */
+const shapeKeys = new Map<string, number>();
+function shapeKey(text: string): number {
+  if (!shapeKeys.has(text)) shapeKeys.set(text, shapeKeys.size);
+  return shapeKeys.get(text)!;
+}
+
+/** Request `i` of an open-loop run: connection `i % CONNECTIONS`, shape `i % 3`. */
+function openRequest(allShapes: readonly Shape[], i: number): { c: number; filter: BenchFilter } {
+  const c = i % CONNECTIONS;
+  return { c, filter: allShapes[i % allShapes.length].filter(c, Math.floor(i / CONNECTIONS)) };
+}
+
+async function openLoopLine(env: BenchEnv, conns: readonly BenchConnection[], communityId: string, allShapes: readonly Shape[], rate: number, seconds: number) {
+  const relay = await metered(env, async () => {
+    const run = await runOpenLoop(rate, seconds, async (i) => {
+      const { c, filter } = openRequest(allShapes, i);
+      const res = await conns[c].req(`o${i}`, filter);
+      conns[c].closeSubscription(`o${i}`);
+      return res.end === 'EOSE' && res.ids.length === LIMIT ? undefined : `${res.end} ${res.reason ?? ''} after ${res.ids.length} events`;
+    });
+    return { ...run, seconds: run.latenciesMs.length / run.achievedPerS };
+  });
+  if (relay.failures.length > 0) throw new Error(`open loop at ${rate}/s: ${relay.failures.length} REQs ended badly, e.g. ${relay.failures[0]}`);
+  const clients = Array.from({ length: CONNECTIONS }, () => new Client({ connectionString: env.writerUrl }));
+  await Promise.all(clients.map((client) => client.connect()));
+  // One statement in flight per connection, as on a relay connection; later ones wait their turn.
+  const tails: Promise<unknown>[] = clients.map(() => Promise.resolve());
+  // Named (prepared) statements, as the relay runs them: the baseline is what the database costs.
+  const queued = (c: number, text: string, params: unknown[]) => {
+    const result = tails[c].then(() => clients[c].query({ name: `open_${shapeKey(text)}`, text, values: params }));
+    tails[c] = result.catch(() => undefined);
+    return result;
+  };
+  const sql = await metered(env, async () => {
+    const run = await runOpenLoop(rate, seconds, async (i) => {
+      const { c, filter } = openRequest(allShapes, i);
+      const [text, params] = sqlFor(communityId, filter);
+      const { rows } = await queued(c, text, params);
+      return rows.length === LIMIT ? undefined : `${rows.length} rows`;
+    });
+    return { ...run, seconds: run.latenciesMs.length / run.achievedPerS };
+  }).finally(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))));
+  const r = summarize(relay.latenciesMs);
+  const b = summarize(sql.latenciesMs);
+  return {
+    bench: 'req',
+    variant: `open_${rate}`,
+    seed_events: SEED,
+    connections: CONNECTIONS,
+    limit: LIMIT,
+    offered_reqs_per_s: rate,
+    reqs: relay.latenciesMs.length,
+    reqs_per_s: round(relay.achievedPerS, 1),
+    eose_p50_ms: r.p50,
+    eose_p90_ms: r.p90,
+    eose_p99_ms: r.p99,
+    eose_max_ms: r.max,
+    baseline_queries_per_s: round(sql.achievedPerS, 1),
+    baseline_p50_ms: b.p50,
+    baseline_p90_ms: b.p90,
+    baseline_p99_ms: b.p99,
+    p99_ratio: round(r.p99 / b.p99, 3),
+    relay_cpu_ms_per_req: perItem(relay.cpu.relay, relay),
+    pg_cpu_ms_per_req: perItem(relay.cpu.postgres, relay),
+    client_cpu_ms_per_req: perItem(relay.cpu.client, relay),
+  };
+}
+
 function emptyTimed(): Timed {
   return { seconds: 0, latenciesMs: [], cpu: { relay: 0, postgres: 0, client: 0 } };
 }
@@ -239,7 +330,8 @@ async function main(): Promise<void> {
     await seed(env, conns, events);
     const communityId = await communityOf(env.writerUrl);
     const all: ShapeResult = { relay: emptyTimed(), sql: emptyTimed(), relaySql: emptyTimed() };
-    for (const shape of shapes(keys.map((k) => getPublicKey(k)))) {
+    const allShapes = shapes(keys.map((k) => getPublicKey(k)));
+    for (const shape of allShapes) {
       const result = await measureShape(env, conns, communityId, shape);
       console.log(JSON.stringify(resultLine(shape.name, result)));
       for (const key of ['relay', 'sql', 'relaySql'] as const) {
@@ -249,6 +341,13 @@ async function main(): Promise<void> {
       }
     }
     console.log(JSON.stringify(resultLine('all', all)));
+    if (RATES.length > 0) {
+      // Unmeasured, at the highest rate: the first sustained open-loop run on a fresh process
+      // pays for memory the VM has not yet handed it (stalls of hundreds of ms seen here).
+      logLine(`open-loop warm-up: ${OPEN_WARMUP_SECONDS} s at ${Math.max(...RATES)}/s`);
+      await openLoopLine(env, conns, communityId, allShapes, Math.max(...RATES), OPEN_WARMUP_SECONDS);
+    }
+    for (const rate of RATES) console.log(JSON.stringify(await openLoopLine(env, conns, communityId, allShapes, rate, OPEN_SECONDS)));
     conns.forEach((c) => c.close());
   } catch (err) {
     logLine(`relay output:\n${env.relayOutput()}`);

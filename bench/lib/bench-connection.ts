@@ -42,10 +42,14 @@ interface ReqWaiter {
 }
 
 const OPEN_TIMEOUT_MS = 10_000;
+/** How the relay starts a history frame: `["EVENT","<sub id>",{"id":"<64 hex>",…` (sub ids here need no escaping). */
+const EVENT_HEAD = '["EVENT","';
+const ID_HEAD = ',{"id":"';
 
 export class BenchConnection {
   private readonly okWaiters = new Map<string, OkWaiter>();
-  private reqWaiter: ReqWaiter | undefined;
+  /** Pending REQs by subscription id (several may be in flight: the open-loop runs). */
+  private readonly reqWaiters = new Map<string, ReqWaiter>();
   private challenge: string | undefined;
   private failure: ((err: Error) => void) | undefined;
   private closedError: Error | undefined;
@@ -55,7 +59,7 @@ export class BenchConnection {
   onPublish: ((eventId: string) => void) | undefined;
 
   private constructor(private readonly ws: WebSocket) {
-    ws.on('message', (data) => this.onFrame(JSON.parse(data.toString()) as unknown[]));
+    ws.on('message', (data) => this.onMessage(data.toString()));
     ws.on('close', (code) => this.fail(new Error(`socket closed by the relay (code ${code})`)));
     ws.on('error', (err) => this.fail(err));
   }
@@ -103,24 +107,27 @@ export class BenchConnection {
     });
   }
 
-  /** One REQ, resolved at its EOSE (or CLOSED) with the ids of the events that came before it. */
+  /**
+   * One REQ, resolved at its EOSE (or CLOSED) with the ids of the events that came before it.
+   * REQs with different subscription ids may be in flight together.
+   */
   req(subId: string, ...filters: object[]): Promise<ReqResult> {
     return new Promise((resolve, reject) => {
       this.failure = reject;
       const ids: string[] = [];
       const sentAt = process.hrtime.bigint();
-      this.reqWaiter = {
+      this.reqWaiters.set(subId, {
         subId,
         ids,
         done: (end, reason) => resolve({ ids, end, reason, ms: Number(process.hrtime.bigint() - sentAt) / 1e6 }),
-      };
+      });
       this.ws.send(JSON.stringify(['REQ', subId, ...filters]));
     });
   }
 
   /** Ends a subscription (a REQ with `limit` stays live after its EOSE until closed). */
   closeSubscription(subId: string): void {
-    if (this.reqWaiter?.subId === subId) this.reqWaiter = undefined;
+    this.reqWaiters.delete(subId);
     this.ws.send(JSON.stringify(['CLOSE', subId]));
   }
 
@@ -135,9 +142,28 @@ export class BenchConnection {
     this.ws.close();
   }
 
+  /**
+   * The load generator shares the machine with the relay and Postgres, so it does not parse the
+   * history it only counts: an EVENT frame for the pending REQ gives up its id by position (the
+   * relay writes `["EVENT","<sub>",{"id":"<64 hex>",…`). Any other frame, or one not laid out
+   * that way, is parsed in full.
+   */
+  private onMessage(text: string): void {
+    if (this.reqWaiters.size > 0 && text.startsWith(EVENT_HEAD)) {
+      const subEnd = text.indexOf('"', EVENT_HEAD.length);
+      const req = subEnd > 0 ? this.reqWaiters.get(text.slice(EVENT_HEAD.length, subEnd)) : undefined;
+      const idAt = subEnd + ID_HEAD.length + 1;
+      if (req !== undefined && text.startsWith(ID_HEAD, subEnd + 1) && text.charCodeAt(idAt + 64) === 34 /* " */) {
+        req.ids.push(text.slice(idAt, idAt + 64));
+        return;
+      }
+    }
+    this.onFrame(JSON.parse(text) as unknown[]);
+  }
+
   private onFrame(frame: unknown[]): void {
     const [type, a, b, c] = frame;
-    const req = this.reqWaiter !== undefined && this.reqWaiter.subId === a ? this.reqWaiter : undefined;
+    const req = typeof a === 'string' ? this.reqWaiters.get(a) : undefined;
     if (type === 'OK') {
       const waiter = this.okWaiters.get(a as string);
       this.okWaiters.delete(a as string);
@@ -147,7 +173,7 @@ export class BenchConnection {
     } else if (type === 'EVENT') {
       this.onLiveEvent?.(a as string, b as NostrEvent);
     } else if ((type === 'EOSE' || type === 'CLOSED') && req) {
-      this.reqWaiter = undefined;
+      this.reqWaiters.delete(req.subId);
       req.done(type, type === 'CLOSED' ? String(b ?? '') : undefined);
     } else if (type === 'AUTH' && typeof a === 'string') {
       this.challenge = a;

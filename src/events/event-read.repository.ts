@@ -8,9 +8,9 @@ import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
 import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { asKysely, checkedBound, compileSql, EVENT_COLUMN_LIST, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
+import { asKysely, checkedBound, compileSql, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
-import { EventRow, rowToEvent } from './stored-event.js';
+import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 
 @Injectable()
@@ -24,9 +24,9 @@ export class EventReadRepository {
     // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
     // every (…, created_at DESC, id) index with a full sort.
     const page = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-    const text = `select ${EVENT_COLUMN_LIST} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
-    const { rows } = await db.executeQuery<EventRow>(CompiledQuery.raw(text, where.params));
-    return rows.map(rowToEvent);
+    const text = `select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
+    const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(text, where.params));
+    return rows.map((row) => new StoredEvent(row));
   }
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {

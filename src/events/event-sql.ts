@@ -6,10 +6,12 @@ import { ReadScope } from './read-scope.js';
  * (Postgres prints bytea as hex anyway, so `encode` costs it nothing and spares the relay a
  * Buffer per column and a conversion back), `created_at` as whole epoch seconds.
  */
-export const EVENT_COLUMN_LIST =
+const columns = (tags: string) =>
   "encode(e.id, 'hex') as id, encode(e.pubkey, 'hex') as pubkey, extract(epoch from e.created_at)::bigint as created_at, " +
-  "e.kind, e.tags, e.content, encode(e.sig, 'hex') as sig";
-export const EVENT_COLUMNS = sql.raw(EVENT_COLUMN_LIST);
+  `e.kind, ${tags}, e.content, encode(e.sig, 'hex') as sig`;
+export const EVENT_COLUMNS = sql.raw(columns('e.tags'));
+/** The same columns with `tags` as the JSON text Postgres prints, for StoredEvent rows. */
+export const EVENT_COLUMN_LIST_TAGS_TEXT = columns('e.tags::text as tags');
 
 /**
  * A piece of SQL and its values, split the way a tagged template splits them (`strings` has one

@@ -14,6 +14,7 @@ import { effectiveLimit, matchFilter } from '../events/filter.js';
 import { SearchService } from '../events/search.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
+import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
@@ -128,7 +129,7 @@ export class ReqHandler {
         for (const ev of batch) {
           if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;
-          if (conn.sendRaw(prefix + JSON.stringify(ev) + ']') !== 'sent') return;
+          if (conn.sendRaw(prefix + eventJson(ev) + ']') !== 'sent') return;
           if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
         }
       }
