@@ -31,4 +31,5 @@ COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/migrations ./dist/migrations
 USER node
 EXPOSE 3000
-CMD ["node", "dist/src/main.js"]
+# A larger young generation: fewer scavenges for the short-lived objects of every REQ (docs/operator.md).
+CMD ["node", "--max-semi-space-size=32", "dist/src/main.js"]
