@@ -6,7 +6,8 @@
  * directly with `pg`, one client per relay connection, one query in flight per client. Prints one
  * JSON line per filter shape plus an `all` line; progress goes to stderr.
  *
- *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 20]
+ *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
+ *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10]
  *
  * Then, for each `--rates` value (REQs per second over all connections and the three shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
@@ -33,7 +34,7 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '10000' },
     reqs: { type: 'string', default: '250' },
     connections: { type: 'string', default: '8' },
-    warmup: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '100' },
     rates: { type: 'string', default: '250,500,750' },
     'open-seconds': { type: 'string', default: '10' },
     'open-warmup-seconds': { type: 'string', default: '10' },

@@ -48,10 +48,10 @@ export function asKysely<T = unknown>(f: SqlFragment): RawBuilder<T> {
   return sql<T>(f.strings as unknown as TemplateStringsArray, ...f.values);
 }
 
-/** `$n` text and its parameters; numbering starts after `firstParam - 1` existing parameters. */
-export function compileSql(f: SqlFragment, firstParam = 1): { text: string; params: unknown[] } {
+/** `$1`, `$2`, … text and its parameters, for a statement that has no other parameters. */
+export function compileSql(f: SqlFragment): { text: string; params: unknown[] } {
   let text = f.strings[0];
-  for (let i = 0; i < f.values.length; i++) text += `$${firstParam + i}${f.strings[i + 1]}`;
+  for (let i = 0; i < f.values.length; i++) text += `$${i + 1}${f.strings[i + 1]}`;
   return { text, params: f.values as unknown[] };
 }
 

@@ -42,8 +42,8 @@ export interface EventTextRow extends Omit<EventRow, 'tags'> {
  * A history row as an event, for the REQ hot path: the tags stay the JSON text Postgres printed
  * and are parsed only if something reads `tags` (a tag filter's re-check, a gated kind's
  * visibility rule), and `toWire()` builds the event's JSON by concatenation around that text.
- * Parsing the tags and serialising the whole event again cost about 3 µs per event, a tenth of
- * the relay's CPU for a 20-event page. `toJSON()` gives the plain event, so JSON.stringify and
+ * Parsing the tags and serialising the whole event again took about 3 µs per event in a
+ * micro-benchmark here, against 0.3 µs for the concatenation: some 60 µs saved on a 20-event page. `toJSON()` gives the plain event, so JSON.stringify and
  * anything that serialises through it see a normal event; a spread would not (tags live on the
  * prototype), so this type stays on the read path that streams it.
  */
