@@ -12,8 +12,8 @@
  * Then, for each `--rates` value (REQs per second over all connections and the three shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
  * were answered, each latency counted from its scheduled time; the baseline is the same schedule
- * of the same SQL as named statements on 8 direct `pg` connections. These lines (`open_<rate>`) give the latency a
- * client sees below saturation; the closed-loop lines give capacity.
+ * of the same SQL as named statements on 8 direct `pg` connections. These lines (`open_<rate>`)
+ * give the latency a client sees below saturation; the closed-loop lines give capacity.
  *
  * `--reqs` is per connection and per shape. The seed is published through the relay (signed with
  * nostr-tools finalizeEvent before timing); each shape's first relay answer is checked against
@@ -343,8 +343,8 @@ async function main(): Promise<void> {
     }
     console.log(JSON.stringify(resultLine('all', all)));
     if (RATES.length > 0) {
-      // Unmeasured, at the highest rate: the first sustained open-loop run on a fresh process
-      // pays for memory the VM has not yet handed it (stalls of hundreds of ms seen here).
+      // Unmeasured, at the highest rate: on this VM the first sustained open-loop run of a fresh
+      // relay showed stalls of hundreds of ms that later runs at the same rate did not.
       logLine(`open-loop warm-up: ${OPEN_WARMUP_SECONDS} s at ${Math.max(...RATES)}/s`);
       await openLoopLine(env, conns, communityId, allShapes, Math.max(...RATES), OPEN_WARMUP_SECONDS);
     }

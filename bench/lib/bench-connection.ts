@@ -39,6 +39,7 @@ interface ReqWaiter {
   subId: string;
   ids: string[];
   done(end: 'EOSE' | 'CLOSED', reason: string | undefined): void;
+  fail(err: Error): void;
 }
 
 const OPEN_TIMEOUT_MS = 10_000;
@@ -113,13 +114,14 @@ export class BenchConnection {
    */
   req(subId: string, ...filters: object[]): Promise<ReqResult> {
     return new Promise((resolve, reject) => {
-      this.failure = reject;
+      if (this.closedError) return reject(this.closedError);
       const ids: string[] = [];
       const sentAt = process.hrtime.bigint();
       this.reqWaiters.set(subId, {
         subId,
         ids,
         done: (end, reason) => resolve({ ids, end, reason, ms: Number(process.hrtime.bigint() - sentAt) / 1e6 }),
+        fail: reject,
       });
       this.ws.send(JSON.stringify(['REQ', subId, ...filters]));
     });
@@ -184,6 +186,8 @@ export class BenchConnection {
     if (this.closedError) return;
     this.closedError = err;
     this.failure?.(err);
+    for (const waiter of this.reqWaiters.values()) waiter.fail(err);
+    this.reqWaiters.clear();
   }
 
   private async until(condition: () => boolean, what: string): Promise<void> {
