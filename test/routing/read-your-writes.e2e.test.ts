@@ -45,6 +45,20 @@ async function scrape(relay: RelayProcess): Promise<Map<string, number>> {
   return out;
 }
 
+/**
+ * The fence gauges are published by a sampler (every BUZZ_POOL_METRICS_INTERVAL_SECS, 1 s here),
+ * not at scrape time: a test body that finishes within a second of start-up can scrape before
+ * the first sample after the fence opened. Scrapes until that sample has been taken.
+ */
+async function scrapeSampled(relay: RelayProcess, sampledWithinMs = 5000): Promise<Map<string, number>> {
+  const deadline = Date.now() + sampledWithinMs;
+  for (;;) {
+    const samples = await scrape(relay);
+    if (samples.get('buzz_db_replica_fence_open') === 1 || Date.now() > deadline) return samples;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 function sum(samples: Map<string, number>, prefix: string, ...must: string[]): number {
   let total = 0;
   for (const [k, v] of samples) if (k.startsWith(prefix) && must.every((s) => k.includes(s))) total += v;
@@ -80,7 +94,7 @@ describe('with BUZZ_REPLICA_READ_MAX_AGE_MS=2000', () => {
     const before = await scrape(relay);
     const rounds = 200;
     for (let i = 0; i < rounds; i++) await readIds(reader, `load-${i}`, published.slice(0, 5));
-    const after = await scrape(relay);
+    const after = await scrapeSampled(relay);
     const replica = sum(after, 'buzz_db_route_decision{', 'req_historical', 'decision="replica"') - sum(before, 'buzz_db_route_decision{', 'req_historical', 'decision="replica"');
     const all = sum(after, 'buzz_db_route_decision{', 'req_historical') - sum(before, 'buzz_db_route_decision{', 'req_historical');
     const age = after.get('buzz_db_replica_heartbeat_age_seconds');
