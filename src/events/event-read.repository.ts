@@ -157,8 +157,12 @@ export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 're
   for (const [key, values] of Object.entries(f.tags)) {
     if (values.length === 0) return [frag`false`];
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
+    // Not for `#h` when the scope names the channels (a `#h` REQ is always scoped to them): the
+    // channel index already narrows the rows, in page order, and with a GIN term the generic plan
+    // ANDed two bitmaps and sorted the whole channel instead.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
-    if (key !== 'e' || eTags === 'gin') conds.push(frag`tags @> any(${probes}::jsonb[])`);
+    const ginPrefilter = key === 'e' ? eTags === 'gin' : key !== 'h' || scope.channels === 'any';
+    if (ginPrefilter) conds.push(frag`tags @> any(${probes}::jsonb[])`);
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
     conds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);

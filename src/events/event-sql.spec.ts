@@ -26,6 +26,9 @@ describe('SQL fragments', () => {
       text: '(channel_id is null or channel_id = any($1::uuid[]))',
       params: [['a', 'b']],
     });
-    expect(compileSql(scopeFragment({ communityId: 'c', channels: ['a'], includeGlobal: false }, 'channel_id')).text).toBe('channel_id = any($1::uuid[])');
+    expect(compileSql(scopeFragment({ communityId: 'c', channels: ['a', 'b'], includeGlobal: false }, 'channel_id')).text).toBe('channel_id = any($1::uuid[])');
+    // One pinned channel is an equality, so the channel index can give the page in order.
+    expect(compileSql(scopeFragment({ communityId: 'c', channels: ['a'], includeGlobal: false }, 'channel_id'))).toEqual({ text: 'channel_id = $1::uuid', params: ['a'] });
+    expect(compileSql(scopeFragment({ communityId: 'c', channels: [], includeGlobal: false }, 'channel_id')).text).toBe('channel_id = any($1::uuid[])');
   });
 });

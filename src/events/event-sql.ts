@@ -55,13 +55,20 @@ export function compileSql(f: SqlFragment): { text: string; params: unknown[] } 
   return { text, params: f.values as unknown[] };
 }
 
-/** A ReadScope as a condition on an `events` row's channel column, applied before LIMIT. */
+/**
+ * A ReadScope as a condition on an `events` row's channel column, applied before LIMIT.
+ *
+ * One channel and no channel-less rows (a REQ pinned by a single `#h`, the usual chat read) is
+ * bound as `=`, like a single id, author or kind: Postgres 15 walks
+ * `(community_id, channel_id, created_at DESC, id)` in order only for `=`. With `= any(array)`
+ * the prepared statement's generic plan walked the community's kind index instead and filtered
+ * by channel, so a quiet channel in a busy community read thousands of rows for one page.
+ */
 export function scopeFragment(scope: ReadScope, column: string): SqlFragment {
   if (scope.channels === 'any') return { strings: [scope.includeGlobal ? 'true' : `${column} is not null`], values: [] };
   const ids = scope.channels as string[];
-  return scope.includeGlobal
-    ? { strings: [`(${column} is null or ${column} = any(`, '::uuid[]))'], values: [ids] }
-    : { strings: [`${column} = any(`, '::uuid[])'], values: [ids] };
+  if (scope.includeGlobal) return { strings: [`(${column} is null or ${column} = any(`, '::uuid[]))'], values: [ids] };
+  return ids.length === 1 ? { strings: [`${column} = `, '::uuid'], values: [ids[0]] } : { strings: [`${column} = any(`, '::uuid[])'], values: [ids] };
 }
 
 /** scopeFragment for Kysely statements, over `e.channel_id` unless told otherwise. */

@@ -2,20 +2,24 @@
  * Plan shape of the generic history read (EventReadRepository.query): a page of
  * `created_at DESC, id ASC` must come from an index walk that stops at LIMIT,
  * not from scanning and sorting every matching row. The SQL is captured from the
- * repository itself and EXPLAINed with its own parameters.
+ * repository itself and planned with its own parameters twice: once as the custom plan of a
+ * one-off statement, and once as the generic plan that the relay's prepared statements settle on
+ * after five calls (database/statement-cache.ts), read back through auto_explain.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import { NostrFilter } from '../../src/common/nostr.types.js';
 import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide, ReadScope } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 interface PlanNode {
   'Node Type': string;
   'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 
@@ -26,6 +30,9 @@ let kysely: Kysely<DB>;
 let captured: CompiledQuery[] = [];
 const communityId = randomUUID();
 const author = randomBytes(32);
+/** Two busy channels share most rows; the quiet one has one row in a hundred. */
+const busyChannels = [randomUUID(), randomUUID()];
+const quietChannel = randomUUID();
 
 function flatten(node: PlanNode): PlanNode[] {
   return [node, ...(node.Plans ?? []).flatMap(flatten)];
@@ -45,6 +52,14 @@ beforeAll(async () => {
        from generate_series(1, $4) g`,
     [communityId, author, randomBytes(64), ROWS],
   );
+  await pool.query(
+    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id)
+     select $1, decode(md5('chan' || g) || md5('nel' || g), 'hex'), $2, now() - (g || ' seconds')::interval, 9,
+            jsonb_build_array(jsonb_build_array('h', c::text)), 'message ' || g, $3, c
+       from generate_series(1, $4) g
+      cross join lateral (select case when g % 100 = 0 then $5::uuid else ($6::uuid[])[1 + g % 2] end as c) ch`,
+    [communityId, author, randomBytes(64), ROWS, quietChannel, busyChannels],
+  );
   await pool.query('analyze events');
 }, 60_000);
 
@@ -53,14 +68,48 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function planOf(filter: NostrFilter): Promise<PlanNode[]> {
+/** The repository's page for `filter` (checked for size and order), and the statement it ran. */
+async function pageStatement(filter: NostrFilter, scope: ReadScope): Promise<CompiledQuery> {
   captured = [];
-  const rows = await new EventReadRepository().query(kysely, communityWide(communityId), filter, 20);
+  const rows = await new EventReadRepository().query(kysely, scope, filter, 20);
   expect(rows).toHaveLength(20);
   expect(rows.map((r) => r.created_at)).toEqual([...rows.map((r) => r.created_at)].sort((a, b) => b - a));
-  const query = captured.find((q) => /from "?events"? e\b/i.test(q.sql))!;
+  return captured.find((q) => /from "?events"? e\b/i.test(q.sql))!;
+}
+
+async function planOf(filter: NostrFilter, scope: ReadScope = communityWide(communityId)): Promise<PlanNode[]> {
+  const query = await pageStatement(filter, scope);
   const { rows: explained } = await pool.query(`explain (format json) ${query.sql}`, [...query.parameters]);
   return flatten(explained[0]['QUERY PLAN'][0].Plan);
+}
+
+/**
+ * The generic plan of the statement, run as a named prepared statement the way the relay runs it,
+ * with its execution counts. auto_explain sends the plan to the client as a notice.
+ */
+async function genericPlanOf(filter: NostrFilter, scope: ReadScope): Promise<PlanNode[]> {
+  const query = await pageStatement(filter, scope);
+  const client: PoolClient = await pool.connect();
+  const notices: string[] = [];
+  const onNotice = (msg: { message?: string }) => void (msg.message && notices.push(msg.message));
+  client.on('notice', onNotice);
+  try {
+    await client.query(`load 'auto_explain'`);
+    await client.query(`set plan_cache_mode = force_generic_plan`);
+    await client.query(`set auto_explain.log_min_duration = 0`);
+    await client.query(`set auto_explain.log_analyze = on`);
+    await client.query(`set auto_explain.log_format = json`);
+    await client.query(`set auto_explain.log_level = notice`);
+    const { rows } = await client.query({ name: `plan_${randomUUID()}`, text: query.sql, values: [...query.parameters] });
+    expect(rows).toHaveLength(20);
+  } finally {
+    client.off('notice', onNotice);
+    await client.query('reset all');
+    client.release();
+  }
+  const plan = notices.map((m) => m.slice(m.indexOf('{'))).find((m) => m.includes('"Plan"'));
+  if (!plan) throw new Error(`auto_explain sent no plan: ${notices.join(' | ')}`);
+  return flatten((JSON.parse(plan) as { Plan: PlanNode }).Plan);
 }
 
 const filter = (f: Partial<NostrFilter>): NostrFilter => ({ tags: {}, extensions: {}, ...f });
@@ -74,5 +123,32 @@ describe('history read plan', () => {
     const plan = await planOf(f);
     expect(plan.some((n) => /Index Scan/.test(n['Node Type']))).toBe(true);
     expect(plan.filter((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Seq Scan').map((n) => n['Node Type'])).toEqual([]);
+  });
+
+  it("one pinned channel: the generic plan walks the channel index, not the community's kind index", async () => {
+    // The REQ `{"kinds":[9],"#h":[channel]}`: the `#h` value is also re-checked on the tags.
+    const plan = await genericPlanOf(filter({ kinds: [9], tags: { h: [quietChannel] } }), { communityId, channels: [quietChannel], includeGlobal: false });
+    const scans = plan.filter((n) => (n['Actual Rows'] ?? 0) > 0 && /Index Scan/.test(n['Node Type']));
+    expect(scans.map((n) => n['Index Name'])).toEqual([expect.stringMatching(/channel_id_created_at/)]);
+    // 20 rows read for a page of 20; over the kind index it was about 2,000 filtered away.
+    expect(scans[0]['Rows Removed by Filter'] ?? 0).toBe(0);
+    expect(plan.filter((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Seq Scan')).toEqual([]);
+  });
+
+  it('`#h` still requires the tag itself: a row placed in the channel without one is not returned', async () => {
+    // A reaction takes its target's channel at ingest and may carry no `h` tag of its own.
+    const channel = randomUUID();
+    await pool.query(
+      `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id)
+       select $1, decode(md5('h' || g || $2) || md5('t' || g), 'hex'), $3, now() - (g || ' seconds')::interval, 7,
+              case when g = 2 then '[["e","00"]]'::jsonb else jsonb_build_array(jsonb_build_array('h', $2::text)) end, '+', $4, $2::uuid
+         from generate_series(1, 3) g`,
+      [communityId, channel, author, randomBytes(64)],
+    );
+    const scope: ReadScope = { communityId, channels: [channel], includeGlobal: false };
+    const repo = new EventReadRepository();
+    expect(await repo.query(kysely, scope, filter({ kinds: [7] }), 20)).toHaveLength(3);
+    const tagged = await repo.query(kysely, scope, filter({ kinds: [7], tags: { h: [channel] } }), 20);
+    expect(tagged.map((e) => e.tags)).toEqual([[['h', channel]], [['h', channel]]]);
   });
 });
