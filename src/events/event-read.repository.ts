@@ -12,6 +12,7 @@ import { asKysely, checkedBound, compileSql, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_
 import { ReadScope } from './read-scope.js';
 import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
+import { GENERIC_PLAN } from '../database/statement-cache.js';
 
 @Injectable()
 export class EventReadRepository {
@@ -24,7 +25,8 @@ export class EventReadRepository {
     // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
     // every (…, created_at DESC, id) index with a full sort.
     const page = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-    const text = `select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
+    const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
+    const text = `${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
     const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(text, where.params));
     return rows.map((row) => new StoredEvent(row));
   }
@@ -168,6 +170,21 @@ export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 're
     conds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
   return conds;
+}
+
+/**
+ * Whether the history page's best plan is the same whatever the values: an index walk in page
+ * order that stops at LIMIT, because every condition that narrows the rows is one value on an
+ * index column (one id, one author, one kind, one pinned channel) or the reader's channel scope.
+ * Such a page runs on the generic plan from its first call (GENERIC_PLAN). A tag probe on the GIN
+ * index or a list of ids, authors or kinds is left to the planner: a rare value is best served
+ * by the GIN index or a bitmap and a sort, a common one by the walk.
+ */
+export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boolean {
+  const pinnedChannel = scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal;
+  const tagsNeedGin = Object.keys(f.tags).some((key) => key !== 'h' || scope.channels === 'any');
+  if (tagsNeedGin || (f.ids?.length ?? 1) > 1 || (f.authors?.length ?? 1) > 1) return false;
+  return (f.kinds?.length ?? 1) <= 1 || pinnedChannel || f.authors !== undefined;
 }
 
 function hexArray(values: readonly string[]): Buffer[] {

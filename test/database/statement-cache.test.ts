@@ -1,20 +1,23 @@
 /**
  * Prepared statements on the writer and reader pools (database/statement-cache.ts): which
- * statements are named, the per-connection cap, and that the history read settles on a generic
- * plan (no planning per call) on the partitioned `events` table, on the writer and the replica.
+ * statements are named, the per-connection cap, that the history read settles on a generic
+ * plan (no planning per call) on the partitioned `events` table, on the writer and the replica,
+ * and that GENERIC_PLAN statements get it from the first call while the rest keep the session's mode.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool, PoolClient } from 'pg';
 import { DB } from '../../src/database/database.types.js';
-import { statementCachingClient } from '../../src/database/statement-cache.js';
+import { GENERIC_PLAN, statementCachingClient } from '../../src/database/statement-cache.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide, ReadScope } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;
 const communityId = randomUUID();
 const author = randomBytes(32);
+/** 30 rows among the community's 30,000: the custom plan of a read pinned to it looks very cheap. */
+const quietChannel = randomUUID();
 const pools: Pool[] = [];
 
 function pool(url: string, capacity: number): Pool {
@@ -40,6 +43,13 @@ beforeAll(async () => {
             now() - (g || ' minutes')::interval, case when g % 3 = 0 then 7 else 1 end, '[]', 'row ' || g, $3
        from generate_series(1, 30000) g`,
     [communityId, author, randomBytes(64)],
+  );
+  await setup.query(
+    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id)
+     select $1, decode(md5('q' || g) || md5('c' || g), 'hex'), $2, now() - (g || ' seconds')::interval, 9,
+            jsonb_build_array(jsonb_build_array('h', $3::text)), 'message ' || g, $4, $3::uuid
+       from generate_series(1, 30) g`,
+    [communityId, author, quietChannel, randomBytes(64)],
   );
   await setup.query('analyze events');
   await setup.end();
@@ -113,5 +123,60 @@ describe('statement cache', () => {
     } finally {
       client.release();
     }
+  });
+
+  describe('GENERIC_PLAN statements', () => {
+    const scope: ReadScope = { communityId, channels: [quietChannel], includeGlobal: false };
+    const channelPage = { tags: { h: [quietChannel] }, extensions: {}, kinds: [9] };
+    type Stat = { statement: string; generic_plans: number; custom_plans: number };
+
+    async function plansOf(client: PoolClient): Promise<Stat[]> {
+      const { rows } = await client.query<Stat>(`select statement, generic_plans::int, custom_plans::int from pg_prepared_statements where statement like '%from events e%'`);
+      return rows;
+    }
+
+    async function readChannel(kysely: Kysely<DB>): Promise<void> {
+      const rows = await new EventReadRepository().query(kysely, scope, { ...channelPage }, 20);
+      expect(rows).toHaveLength(20);
+    }
+
+    it('run generic from the first call, while the same text unmarked keeps being planned per call', async () => {
+      const p = pool(db.writerUrl, 10);
+      const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: p }) });
+      for (let i = 0; i < 8; i++) await readChannel(kysely);
+      const client = await p.connect();
+      try {
+        const [marked] = await plansOf(client);
+        expect(marked.statement.startsWith(GENERIC_PLAN)).toBe(true);
+        expect(marked).toMatchObject({ generic_plans: 8, custom_plans: 0 });
+        // The same statement without the mark, on the same connection: the client puts the
+        // session's own mode back, and `auto` plans it on every call here (the reason for the mark).
+        const text = marked.statement.slice(GENERIC_PLAN.length);
+        const params = [communityId, quietChannel, 9, 'h', [quietChannel]];
+        for (let i = 0; i < 8; i++) expect((await client.query(text, params)).rows).toHaveLength(20);
+        expect((await client.query('show plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'auto' }]);
+        const unmarked = (await plansOf(client)).find((s) => s.statement === text);
+        expect(unmarked).toMatchObject({ generic_plans: 0, custom_plans: 8 });
+      } finally {
+        client.release();
+      }
+    });
+
+    it('switch again after a rollback has undone the switch', async () => {
+      const p = pool(db.writerUrl, 10);
+      const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: p }) });
+      await kysely.transaction().execute(async (tx) => {
+        await readChannel(tx);
+        throw new Error('abandon');
+      }).catch((err: Error) => expect(err.message).toBe('abandon'));
+      for (let i = 0; i < 3; i++) await readChannel(kysely);
+      const client = await p.connect();
+      try {
+        expect((await client.query('show plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
+        expect((await plansOf(client))[0]).toMatchObject({ generic_plans: 4, custom_plans: 0 });
+      } finally {
+        client.release();
+      }
+    });
   });
 });
