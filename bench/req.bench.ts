@@ -1,7 +1,7 @@
 /**
  * History reads: sequential REQ -> EOSE round trips over authenticated WebSocket connections
- * against the built relay on a real Postgres writer + streaming replica, for three filter shapes
- * (recent kind-1, one author, one `#t` tag; `limit` 20 each). Baseline in the same run: the
+ * against the built relay on a real Postgres writer + streaming replica, for four filter shapes
+ * (recent kind-1, one author, one `#t` tag, one channel's kind-9 messages; `limit` 20 each). Baseline in the same run: the
  * equivalent SQL (the relay's own query shape, `order by created_at desc, id asc limit 20`) run
  * directly with `pg`, one client per relay connection, one query in flight per client. Prints one
  * JSON line per filter shape plus an `all` line; progress goes to stderr.
@@ -9,7 +9,7 @@
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
  *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10]
  *
- * Then, for each `--rates` value (REQs per second over all connections and the three shapes in
+ * Then, for each `--rates` value (REQs per second over all connections and the four shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
  * were answered, each latency counted from its scheduled time; the baseline is the same schedule
  * of the same SQL as named statements on 8 direct `pg` connections. These lines (`open_<rate>`)
@@ -20,7 +20,8 @@
  * its SQL answer, and every REQ must end with EOSE and `limit` events (exit 1 otherwise).
  */
 import { parseArgs } from 'node:util';
-import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
+import { randomUUID } from 'node:crypto';
+import { finalizeEvent, generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
 import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv, runBench } from './lib/bench-env.js';
@@ -51,12 +52,18 @@ const LIMIT = 20;
 const TOPICS = 20;
 const SPREAD_SECS = 300;
 const PUBLISH_WINDOW = 64;
+/** Channel messages (kind 9) seeded besides the kind-1 events: one per five of those. */
+const CHANNEL_MESSAGES = Math.floor(SEED / 5);
+/** Channel 0 is quiet (a tenth of the messages); the other three share the rest. */
+const CHANNELS = 4;
 if (SEED < LIMIT * TOPICS) throw new Error(`--seed must be at least ${LIMIT * TOPICS} so that every tag page is full`);
+if (CHANNEL_MESSAGES / 10 < LIMIT) throw new Error(`--seed must be at least ${LIMIT * 50} so that the quiet channel's page is full`);
 
 interface BenchFilter {
   kinds: number[];
   authors?: string[];
   '#t'?: string[];
+  '#h'?: [string];
   limit: number;
 }
 
@@ -66,11 +73,13 @@ interface Shape {
   filter(c: number, r: number): BenchFilter;
 }
 
-function shapes(pubkeys: readonly string[]): Shape[] {
+function shapes(pubkeys: readonly string[], channels: readonly string[]): Shape[] {
   return [
     { name: 'kinds', filter: () => ({ kinds: [1], limit: LIMIT }) },
     { name: 'author', filter: (c, r) => ({ kinds: [1], authors: [pubkeys[(c + r) % pubkeys.length]], limit: LIMIT }) },
     { name: 'tag', filter: (c, r) => ({ kinds: [1], '#t': [`topic${(c * 7 + r) % TOPICS}`], limit: LIMIT }) },
+    // The chat read: one channel's messages, the channel pinned by `#h` (open channels, so every key may read).
+    { name: 'channel', filter: (c, r) => ({ kinds: [9], '#h': [channels[(c + r) % channels.length]], limit: LIMIT }) },
   ];
 }
 
@@ -89,15 +98,17 @@ function sqlFor(communityId: string, f: BenchFilter, orderBy: OrderBy = 'column'
   const where = ['community_id = $1', 'deleted_at is null', 'kind = any($2::int[])'];
   if (f.authors) where.push(`pubkey = any($${params.push(f.authors.map((a) => Buffer.from(a, 'hex')))}::bytea[])`);
   if (f['#t']) where.push(`tags @> any($${params.push(f['#t'].map((v) => JSON.stringify([['t', v]])))}::jsonb[])`);
+  // Every seeded kind-9 row of the channel carries its `h` tag, so the column alone gives the same rows.
+  if (f['#h']) where.push(`channel_id = $${params.push(f['#h'][0])}::uuid`);
   const text = `select id, pubkey, extract(epoch from created_at)::bigint as created_at, kind, tags, content, sig
                   from events where ${where.join(' and ')}
                  order by ${orderBy === 'column' ? 'events.created_at' : 'created_at'} desc, id asc limit ${f.limit}`;
   return [text, params];
 }
 
-function seedTemplates(): SignJob[] {
+function seedTemplates(channels: readonly string[]): SignJob[] {
   const now = Math.floor(Date.now() / 1000);
-  return Array.from({ length: SEED }, (_, i) => {
+  const notes = Array.from({ length: SEED }, (_, i) => {
     const template: EventTemplate = {
       kind: 1,
       created_at: now - (i % SPREAD_SECS),
@@ -106,6 +117,25 @@ function seedTemplates(): SignJob[] {
     };
     return { key: i % CONNECTIONS, template };
   });
+  const messages = Array.from({ length: CHANNEL_MESSAGES }, (_, i) => {
+    const channel = channels[i % 10 === 0 ? 0 : 1 + (i % (CHANNELS - 1))];
+    const template: EventTemplate = {
+      kind: 9,
+      created_at: now - (i % SPREAD_SECS),
+      tags: [['h', channel]],
+      content: `channel message ${i}: the quick brown fox jumps over the lazy dog`,
+    };
+    return { key: i % CONNECTIONS, template };
+  });
+  return [...notes, ...messages];
+}
+
+/** Creates the open channels (kind 9007, by the first connection's key) that the seed posts to. */
+async function createChannels(conn: BenchConnection, sk: Uint8Array, channels: readonly string[]): Promise<void> {
+  const now = Math.floor(Date.now() / 1000);
+  const created = channels.map((h, i) => finalizeEvent({ kind: 9007, created_at: now, tags: [['h', h], ['name', `bench-${i}`]], content: '' }, sk));
+  const result = await conn.publishWindowed(toPublishItems(created), 1);
+  if (result.accepted !== channels.length) throw new Error(`channel creation: ${JSON.stringify(Object.fromEntries(result.reasons))}`);
 }
 
 async function seed(env: BenchEnv, conns: readonly BenchConnection[], events: readonly NostrEvent[]): Promise<void> {
@@ -211,6 +241,7 @@ function resultLine(variant: string, { relay, sql, relaySql }: ShapeResult) {
     bench: 'req',
     variant,
     seed_events: SEED,
+    channel_messages: CHANNEL_MESSAGES,
     connections: CONNECTIONS,
     limit: LIMIT,
     reqs: relay.latenciesMs.length,
@@ -254,7 +285,7 @@ function shapeKey(text: string): number {
   return shapeKeys.get(text)!;
 }
 
-/** Request `i` of an open-loop run: connection `i % CONNECTIONS`, shape `i % 3`. */
+/** Request `i` of an open-loop run: connection `i % CONNECTIONS`, shape `i % 4`. */
 function openRequest(allShapes: readonly Shape[], i: number): { c: number; filter: BenchFilter } {
   const c = i % CONNECTIONS;
   return { c, filter: allShapes[i % allShapes.length].filter(c, Math.floor(i / CONNECTIONS)) };
@@ -296,6 +327,7 @@ async function openLoopLine(env: BenchEnv, conns: readonly BenchConnection[], co
     bench: 'req',
     variant: `open_${rate}`,
     seed_events: SEED,
+    channel_messages: CHANNEL_MESSAGES,
     connections: CONNECTIONS,
     limit: LIMIT,
     offered_reqs_per_s: rate,
@@ -325,13 +357,15 @@ async function main(): Promise<void> {
   try {
     const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
     const signStart = process.hrtime.bigint();
-    const events = await signInParallel(keys, seedTemplates());
-    logLine(`signed ${SEED} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
+    const channels = Array.from({ length: CHANNELS }, () => randomUUID());
+    const events = await signInParallel(keys, seedTemplates(channels));
+    logLine(`signed ${events.length} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
     const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
+    await createChannels(conns[0], keys[0], channels);
     await seed(env, conns, events);
     const communityId = await communityOf(env.writerUrl);
     const all: ShapeResult = { relay: emptyTimed(), sql: emptyTimed(), relaySql: emptyTimed() };
-    const allShapes = shapes(keys.map((k) => getPublicKey(k)));
+    const allShapes = shapes(keys.map((k) => getPublicKey(k)), channels);
     for (const shape of allShapes) {
       const result = await measureShape(env, conns, communityId, shape);
       console.log(JSON.stringify(resultLine(shape.name, result)));
