@@ -1,8 +1,8 @@
 /**
  * NIP-01 filter → SQL. Every read is confined to one community and to live
  * rows, ordered `created_at DESC, id ASC`. Tag containment is pushed down to the
- * GIN index (`#e` ids to the event_refs table instead) and re-checked positionally in
- * SQL, so LIMIT counts only real matches.
+ * GIN index (`#e` ids to the event_refs table instead, `#h` to the channel scope) and
+ * re-checked positionally in SQL, so LIMIT counts only real matches.
  */
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
@@ -20,14 +20,72 @@ export class EventReadRepository {
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
     if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
+    const parts = filterConditions(scope, filter);
+    if (parts?.gin && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
-    const where = compileSql(joinFragments(whereFilter(scope, filter), ' and '));
+    const where = compileSql(joinFragments(parts ? [...parts.base, ...parts.tags] : [frag`false`], ' and '));
     // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
     // every (…, created_at DESC, id) index with a full sort.
     const page = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
     const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
     const text = `${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
     const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(text, where.params));
+    return rows.map((row) => new StoredEvent(row));
+  }
+
+  /**
+   * A page filtered by a tag probe on the GIN index (`#t`, custom tags), in one statement that
+   * does not depend on how common the tag is:
+   *
+   * 1. `hits` walks the other conditions' index in page order and stops at the `limit`-th match
+   *    or after `walkBudget(limit)` rows;
+   * 2. only when the walk used its whole budget without finding `limit` matches does `cand` ask
+   *    the GIN index for the tag's rows, by key, with no condition but the community and the tag
+   *    probes (so the planner cannot AND in a range of another index over the whole community);
+   *    `rest` looks each one up by primary key and keeps those that pass the filter and come
+   *    after the walk's last row (`last`, in created_at DESC, id ASC order).
+   *
+   * Left to the planner, one plan served every value: walking the kind index (a rare tag then
+   * reads the whole community) or a GIN bitmap and a sort of every match (a common one then
+   * reads and sorts all of them, 4 ms of Postgres CPU per page of 20 among 10,000 rows, growing
+   * with the community). The first walk's rows are the newest, so the two parts are disjoint and
+   * together hold the page. The statement runs on its generic plan (GENERIC_PLAN).
+   */
+  private async queryByWalkThenGin(db: Kysely<DB>, parts: FilterConditions, limit: number): Promise<StoredEvent[]> {
+    const text = (t: string): SqlFragment => ({ strings: [t], values: [] });
+    const base = joinFragments(parts.base, ' and ');
+    const tags = joinFragments(parts.tags, ' and ');
+    const walk = walkBudget(limit);
+    const page = checkedBound(limit);
+    const walkOrder = 'order by e.created_at desc, e.id asc';
+    const statement = compileSql(
+      joinFragments(
+        [
+          // The walk stops at its `page`-th match, or after `walk` rows.
+          text(`${GENERIC_PLAN}with hits as materialized (select * from (select ${RAW_COLUMNS} from events e where `),
+          base,
+          text(` ${walkOrder} limit ${walk}) w where `),
+          tags,
+          text(` order by w.created_at desc, w.id asc limit ${page}), `),
+          // The fallback, gated on the count so that a page the walk filled reads none of it. No
+          // `last` row means the walk saw every row, so there is nothing after it to look up.
+          text(`last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
+          base,
+          text(` ${walkOrder} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
+          joinFragments([parts.base[0], ...parts.ginTerms], ' and '),
+          text(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
+          base,
+          text(' and '),
+          tags,
+          text(
+            ` and (e.created_at < (select created_at from last) or (e.created_at = (select created_at from last) and e.id > (select id from last))) offset 0) c)` +
+              ` select ${EVENT_COLUMN_LIST_TAGS_TEXT} from (select * from hits union all select * from rest) e ${walkOrder} limit ${page}`,
+          ),
+        ],
+        '',
+      ),
+    );
+    const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(statement.text, statement.params));
     return rows.map((row) => new StoredEvent(row));
   }
 
@@ -142,7 +200,33 @@ function hasETags(filter: NostrFilter): boolean {
  * free to probe the GIN index again) and only the positional re-check stays.
  */
 export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): SqlFragment[] {
+  const parts = filterConditions(scope, f, eTags);
+  return parts ? [...parts.base, ...parts.tags] : [frag`false`];
+}
+
+/** whereFilter's conditions, the tag conditions apart; `gin` when one of them probes the GIN index. */
+interface FilterConditions {
+  /** The community first, then the rest of the non-tag conditions. */
+  base: SqlFragment[];
+  tags: SqlFragment[];
+  /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
+  ginTerms: SqlFragment[];
+  gin: boolean;
+}
+
+/** Rows an index walk may read before a tag page falls back to the GIN index (queryByWalkThenGin). */
+export function walkBudget(limit: number): number {
+  return Math.min(Math.max(50 * limit, 1000), 5000);
+}
+
+const RAW_COLUMNS = 'e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig';
+
+/** undefined when the filter matches nothing (an empty tag value list). */
+function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): FilterConditions | undefined {
   const conds: SqlFragment[] = [frag`community_id = ${scope.communityId}::uuid`, frag`deleted_at is null`];
+  const tagConds: SqlFragment[] = [];
+  const ginTerms: SqlFragment[] = [];
+  let gin = false;
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
   conds.push(scopeFragment(scope, 'channel_id'));
   // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
@@ -157,28 +241,31 @@ export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 're
     conds.push(frag`(created_at < to_timestamp(${f.until}) or (created_at = to_timestamp(${f.until}) and id > decode(${f.before_id}, 'hex')))`);
   }
   for (const [key, values] of Object.entries(f.tags)) {
-    if (values.length === 0) return [frag`false`];
+    if (values.length === 0) return undefined;
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
     // Not for `#h` when the scope names the channels (a `#h` REQ is always scoped to them): the
     // channel index already narrows the rows, in page order, and with a GIN term the generic plan
     // ANDed two bitmaps and sorted the whole channel instead.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
     const ginPrefilter = key === 'e' ? eTags === 'gin' : key !== 'h' || scope.channels === 'any';
-    if (ginPrefilter) conds.push(frag`tags @> any(${probes}::jsonb[])`);
+    if (ginPrefilter) ginTerms.push(frag`tags @> any(${probes}::jsonb[])`);
+    if (ginPrefilter) tagConds.push(ginTerms[ginTerms.length - 1]);
+    gin ||= ginPrefilter;
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
-    conds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
+    tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
-  return conds;
+  return { base: conds, tags: tagConds, ginTerms, gin };
 }
 
 /**
  * Whether the history page's best plan is the same whatever the values: an index walk in page
  * order that stops at LIMIT, because every condition that narrows the rows is one value on an
  * index column (one id, one author, one kind, one pinned channel) or the reader's channel scope.
- * Such a page runs on the generic plan from its first call (GENERIC_PLAN). A tag probe on the GIN
- * index or a list of ids, authors or kinds is left to the planner: a rare value is best served
- * by the GIN index or a bitmap and a sort, a common one by the walk.
+ * Such a page runs on the generic plan from its first call (GENERIC_PLAN). A list of ids, authors
+ * or kinds is left to the planner: a rare value is best served by a bitmap and a sort, a common one
+ * by the walk. So is a tag probe on the GIN index in the rare page with an offset; without one it
+ * takes queryByWalkThenGin, which makes that choice itself.
  */
 export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boolean {
   const pinnedChannel = scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal;
