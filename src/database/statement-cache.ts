@@ -39,7 +39,8 @@ function statementName(text: string): string {
 
 /**
  * Leading comment that marks a statement whose best plan does not depend on its values (an index
- * walk in page order that stops at LIMIT): it runs on the generic plan from its first call.
+ * walk in page order that stops at LIMIT): outside a transaction block it runs on the generic plan
+ * from its first call.
  *
  * Under `plan_cache_mode = auto` Postgres compares the generic plan's estimate with the average of
  * the first custom plans, and charges a custom plan almost nothing for planning. A REQ pinned to a
@@ -54,18 +55,17 @@ export const GENERIC_PLAN = '/* buzz:generic-plan */ ';
 /** What the session's `plan_cache_mode` is known to be. */
 type PlanMode = 'session_default' | 'force_generic' | 'unknown';
 
-const ROLLBACK = /^\s*(rollback|abort)\b/i;
-
 /**
  * A client class whose parameterised `query(text, values)` calls run as named statements, at
  * most `capacity` distinct ones per connection, and whose GENERIC_PLAN statements run under
  * `plan_cache_mode = force_generic_plan`. Other call forms pass through unchanged.
  *
  * The plan mode is switched only when a parameterised statement needs the other one, by a `SET`
- * queued right before it (pg sends queued queries in order, so no extra wait on the caller's
- * side, one extra round trip on the connection). A `SET` made inside a transaction is undone
- * by its rollback, so after a rollback or a failed statement the mode counts as unknown and the
- * next parameterised statement sets it again.
+ * or `RESET` queued right before it (pg sends queued queries in order, so no extra wait on the
+ * caller's side, one extra round trip on the connection), and only outside a transaction block:
+ * inside one a rollback would undo the switch, and the proved reader transaction's statements
+ * stay exactly its own. So the replica's reads, which all run in that transaction, keep the
+ * server's `plan_cache_mode`. A failed switch leaves the mode unknown until the next one.
  */
 export function statementCachingClient(capacity: number): ClientClass {
   if (capacity <= 0) return Client;
@@ -76,48 +76,29 @@ export function statementCachingClient(capacity: number): ClientClass {
     // pg's `query` has many overloads; only (text, values[, callback]) is rewritten.
     override query(...args: unknown[]): never {
       const [text, values] = args;
-      if (typeof text !== 'string') return this.run(args);
-      if (ROLLBACK.test(text)) this.planMode = 'unknown';
-      if (!Array.isArray(values) || values.length === 0) return this.run(args);
-      const generic = text.startsWith(GENERIC_PLAN);
-      this.switchPlanMode(generic ? 'force_generic' : 'session_default');
-      if (generic || PREPARABLE.test(text)) {
-        const name = statementName(text);
-        if (this.prepared.has(name) || this.prepared.size < capacity) {
-          this.prepared.add(name);
-          const config: QueryConfig = { name, text, values };
-          return this.run([config, ...args.slice(2)]);
+      if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+        const generic = text.startsWith(GENERIC_PLAN);
+        this.switchPlanMode(generic ? 'force_generic' : 'session_default');
+        if (generic || PREPARABLE.test(text)) {
+          const name = statementName(text);
+          if (this.prepared.has(name) || this.prepared.size < capacity) {
+            this.prepared.add(name);
+            const config: QueryConfig = { name, text, values };
+            return (super.query as (...a: unknown[]) => never)(config, ...args.slice(2));
+          }
         }
       }
-      return this.run(args);
+      return (super.query as (...a: unknown[]) => never)(...args);
     }
 
     private switchPlanMode(wanted: Exclude<PlanMode, 'unknown'>): void {
-      if (this.planMode === wanted) return;
+      // 'I': idle, outside a transaction block (pg's status from the last ReadyForQuery).
+      if (this.planMode === wanted || this.getTransactionStatus() !== 'I') return;
       this.planMode = wanted;
       const statement = wanted === 'force_generic' ? 'set plan_cache_mode = force_generic_plan' : 'reset plan_cache_mode';
       (super.query(statement) as Promise<unknown>).catch(() => {
         this.planMode = 'unknown';
       });
-    }
-
-    /** super.query, noting that a failed statement may have undone an earlier switch. */
-    private run(args: unknown[]): never {
-      const callback = args.length > 0 && typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as (err: unknown, res: unknown) => void) : undefined;
-      if (callback) {
-        const wrapped = (err: unknown, res: unknown) => {
-          if (err) this.planMode = 'unknown';
-          callback(err, res);
-        };
-        return (super.query as (...a: unknown[]) => never)(...args.slice(0, -1), wrapped);
-      }
-      const result = (super.query as (...a: unknown[]) => unknown)(...args);
-      if (result instanceof Promise) {
-        result.catch(() => {
-          this.planMode = 'unknown';
-        });
-      }
-      return result as never;
     }
   };
 }

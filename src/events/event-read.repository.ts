@@ -21,7 +21,7 @@ export class EventReadRepository {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
     if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
     const parts = filterConditions(scope, filter);
-    if (parts?.gin && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
+    if (parts && parts.ginTerms.length > 0 && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
     const where = compileSql(joinFragments(parts ? [...parts.base, ...parts.tags] : [frag`false`], ' and '));
     // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
@@ -204,14 +204,13 @@ export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 're
   return parts ? [...parts.base, ...parts.tags] : [frag`false`];
 }
 
-/** whereFilter's conditions, the tag conditions apart; `gin` when one of them probes the GIN index. */
+/** whereFilter's conditions, the tag conditions apart. */
 interface FilterConditions {
   /** The community first, then the rest of the non-tag conditions. */
   base: SqlFragment[];
   tags: SqlFragment[];
   /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
   ginTerms: SqlFragment[];
-  gin: boolean;
 }
 
 /** Rows an index walk may read before a tag page falls back to the GIN index (queryByWalkThenGin). */
@@ -226,7 +225,6 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
   const conds: SqlFragment[] = [frag`community_id = ${scope.communityId}::uuid`, frag`deleted_at is null`];
   const tagConds: SqlFragment[] = [];
   const ginTerms: SqlFragment[] = [];
-  let gin = false;
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
   conds.push(scopeFragment(scope, 'channel_id'));
   // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
@@ -248,14 +246,16 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // ANDed two bitmaps and sorted the whole channel instead.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
     const ginPrefilter = key === 'e' ? eTags === 'gin' : key !== 'h' || scope.channels === 'any';
-    if (ginPrefilter) ginTerms.push(frag`tags @> any(${probes}::jsonb[])`);
-    if (ginPrefilter) tagConds.push(ginTerms[ginTerms.length - 1]);
-    gin ||= ginPrefilter;
+    if (ginPrefilter) {
+      const probe = frag`tags @> any(${probes}::jsonb[])`;
+      ginTerms.push(probe);
+      tagConds.push(probe);
+    }
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
     tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
-  return { base: conds, tags: tagConds, ginTerms, gin };
+  return { base: conds, tags: tagConds, ginTerms };
 }
 
 /**
@@ -264,8 +264,8 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
  * index column (one id, one author, one kind, one pinned channel) or the reader's channel scope.
  * Such a page runs on the generic plan from its first call (GENERIC_PLAN). A list of ids, authors
  * or kinds is left to the planner: a rare value is best served by a bitmap and a sort, a common one
- * by the walk. So is a tag probe on the GIN index in the rare page with an offset; without one it
- * takes queryByWalkThenGin, which makes that choice itself.
+ * by the walk. So is a page with a tag probe on the GIN index when it has an offset (the bridge's
+ * `page`); without one it goes through queryByWalkThenGin, which makes that choice itself.
  */
 export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boolean {
   const pinnedChannel = scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal;

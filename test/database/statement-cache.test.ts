@@ -5,7 +5,7 @@
  * and that GENERIC_PLAN statements get it from the first call while the rest keep the session's mode.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
 import { DB } from '../../src/database/database.types.js';
 import { GENERIC_PLAN, statementCachingClient } from '../../src/database/statement-cache.js';
@@ -162,18 +162,24 @@ describe('statement cache', () => {
       }
     });
 
-    it('switch again after a rollback has undone the switch', async () => {
+    it('leave the mode alone inside a transaction block, where a rollback would undo a switch', async () => {
       const p = pool(db.writerUrl, 10);
       const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool: p }) });
-      await kysely.transaction().execute(async (tx) => {
-        await readChannel(tx);
-        throw new Error('abandon');
-      }).catch((err: Error) => expect(err.message).toBe('abandon'));
+      await kysely
+        .transaction()
+        .execute(async (tx) => {
+          await readChannel(tx);
+          const { rows } = await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(tx);
+          expect(rows).toEqual([{ plan_cache_mode: 'auto' }]);
+          throw new Error('abandon');
+        })
+        .catch((err: Error) => expect(err.message).toBe('abandon'));
       for (let i = 0; i < 3; i++) await readChannel(kysely);
       const client = await p.connect();
       try {
         expect((await client.query('show plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
-        expect((await plansOf(client))[0]).toMatchObject({ generic_plans: 4, custom_plans: 0 });
+        // One custom plan inside the transaction (the server's `auto`), then generic ones.
+        expect((await plansOf(client))[0]).toMatchObject({ generic_plans: 3, custom_plans: 1 });
       } finally {
         client.release();
       }
