@@ -1,10 +1,11 @@
 /**
  * History reads: sequential REQ -> EOSE round trips over authenticated WebSocket connections
  * against the built relay on a real Postgres writer + streaming replica, for four filter shapes
- * (recent kind-1, one author, one `#t` tag, one channel's kind-9 messages; `limit` 20 each). Baseline in the same run: the
- * equivalent SQL (the relay's own query shape, `order by created_at desc, id asc limit 20`) run
- * directly with `pg`, one client per relay connection, one query in flight per client. Prints one
- * JSON line per filter shape plus an `all` line; progress goes to stderr.
+ * (recent kind-1, one author, one `#t` tag, one channel's kind-9 messages; `limit` 20 each).
+ * Baseline in the same run: the equivalent SQL (the relay's own query shape, `order by
+ * created_at desc, id asc limit 20`) run directly with `pg`, one client per relay connection, one
+ * query in flight per client. Prints one JSON line per filter shape plus an `all` line; progress
+ * goes to stderr.
  *
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
  *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10]
