@@ -47,7 +47,7 @@ function statementName(text: string): string {
  * quiet channel has a cheap-looking custom plan (a sort of a few rows), so the statement kept
  * being planned on every call, about 3 ms of Postgres CPU on the partitioned `events` table, for
  * an execution of 0.2 ms. Other statements keep the session's own setting: where the best plan
- * does depend on the values (a tag probe on the GIN index, lists of authors or kinds), a generic
+ * does depend on the values (lists of authors or kinds, a tag page with an offset), a generic
  * plan could walk a whole community for a rare value.
  */
 export const GENERIC_PLAN = '/* buzz:generic-plan */ ';

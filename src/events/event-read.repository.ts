@@ -245,7 +245,7 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // channel index already narrows the rows, in page order, and with a GIN term the generic plan
     // ANDed two bitmaps and sorted the whole channel instead.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
-    const ginPrefilter = key === 'e' ? eTags === 'gin' : key !== 'h' || scope.channels === 'any';
+    const ginPrefilter = key === 'e' ? eTags === 'gin' : tagUsesGin(key, scope);
     if (ginPrefilter) {
       const probe = frag`tags @> any(${probes}::jsonb[])`;
       ginTerms.push(probe);
@@ -256,6 +256,11 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
   return { base: conds, tags: tagConds, ginTerms };
+}
+
+/** Whether a tag filter other than `#e` is prefiltered on the GIN index: all but a channel-scoped `#h`. */
+function tagUsesGin(key: string, scope: ReadScope): boolean {
+  return key !== 'h' || scope.channels === 'any';
 }
 
 /**
@@ -269,7 +274,7 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
  */
 export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boolean {
   const pinnedChannel = scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal;
-  const tagsNeedGin = Object.keys(f.tags).some((key) => key !== 'h' || scope.channels === 'any');
+  const tagsNeedGin = Object.keys(f.tags).some((key) => key === 'e' || tagUsesGin(key, scope));
   if (tagsNeedGin || (f.ids?.length ?? 1) > 1 || (f.authors?.length ?? 1) > 1) return false;
   return (f.kinds?.length ?? 1) <= 1 || pinnedChannel || f.authors !== undefined;
 }
