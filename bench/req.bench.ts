@@ -8,7 +8,7 @@
  * goes to stderr.
  *
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
- *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10]
+ *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10] [--shapes kinds,author,tag,channel]
  *
  * Then, for each `--rates` value (REQs per second over all connections and the four shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
@@ -29,7 +29,7 @@ import { logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
-import { dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
+import { closeClients, connectClients, dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     reqs: { type: 'string', default: '250' },
     connections: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '100' },
+    shapes: { type: 'string', default: 'kinds,author,tag,channel' },
     rates: { type: 'string', default: '250,500,750' },
     'open-seconds': { type: 'string', default: '10' },
     'open-warmup-seconds': { type: 'string', default: '10' },
@@ -47,6 +48,7 @@ const REQS = Number(args.reqs);
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const RATES = args.rates.split(',').filter(Boolean).map(Number);
+const SHAPES = args.shapes.split(',').filter(Boolean);
 const OPEN_SECONDS = Number(args['open-seconds']);
 const OPEN_WARMUP_SECONDS = Number(args['open-warmup-seconds']);
 const LIMIT = 20;
@@ -303,8 +305,7 @@ async function openLoopLine(env: BenchEnv, conns: readonly BenchConnection[], co
     return { ...run, seconds: run.latenciesMs.length / run.achievedPerS };
   });
   if (relay.failures.length > 0) throw new Error(`open loop at ${rate}/s: ${relay.failures.length} REQs ended badly, e.g. ${relay.failures[0]}`);
-  const clients = Array.from({ length: CONNECTIONS }, () => new Client({ connectionString: env.writerUrl }));
-  await Promise.all(clients.map((client) => client.connect()));
+  const clients = await connectClients(env.writerUrl, CONNECTIONS);
   // One statement in flight per connection, as on a relay connection; later ones wait their turn.
   const tails: Promise<unknown>[] = clients.map(() => Promise.resolve());
   // Named (prepared) statements, as the relay runs them: the baseline is what the database costs.
@@ -321,7 +322,7 @@ async function openLoopLine(env: BenchEnv, conns: readonly BenchConnection[], co
       return rows.length === LIMIT ? undefined : `${rows.length} rows`;
     });
     return { ...run, seconds: run.latenciesMs.length / run.achievedPerS };
-  }).finally(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))));
+  }).finally(() => closeClients(clients));
   const r = summarize(relay.latenciesMs);
   const b = summarize(sql.latenciesMs);
   return {
@@ -366,7 +367,8 @@ async function main(): Promise<void> {
     await seed(env, conns, events);
     const communityId = await communityOf(env.writerUrl);
     const all: ShapeResult = { relay: emptyTimed(), sql: emptyTimed(), relaySql: emptyTimed() };
-    const allShapes = shapes(keys.map((k) => getPublicKey(k)), channels);
+    const allShapes = shapes(keys.map((k) => getPublicKey(k)), channels).filter((s) => SHAPES.includes(s.name));
+    if (allShapes.length !== SHAPES.length) throw new Error(`--shapes: one of ${SHAPES.join(', ')} is not a shape`);
     for (const shape of allShapes) {
       const result = await measureShape(env, conns, communityId, shape);
       console.log(JSON.stringify(resultLine(shape.name, result)));
