@@ -16,19 +16,36 @@ import { GENERIC_PLAN } from '../database/statement-cache.js';
 
 @Injectable()
 export class EventReadRepository {
-  /** `offset` rows are skipped first (the bridge catch-all's `page`); 0 for every other read. */
-  async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0): Promise<NostrEvent[]> {
+  /**
+   * `offset` rows are skipped first (the bridge catch-all's `page`); 0 for every other read.
+   *
+   * Without an offset the page is first read from the recent partitions alone (RECENT_WINDOW_SECS,
+   * see recentFloor); only a page that window cannot fill is read again over every partition.
+   */
+  async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0, nowMs = Date.now()): Promise<NostrEvent[]> {
     if (limit <= 0 || filter.kinds?.length === 0) return [];
     if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
     const parts = filterConditions(scope, filter);
-    if (parts && parts.ginTerms.length > 0 && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
+    if (parts === undefined) return [];
+    const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
+    const floor = offset === 0 ? recentFloor(filter, nowMs) : undefined;
+    if (floor !== undefined) {
+      const since = frag`created_at >= to_timestamp(${floor})`;
+      const recent = await this.page(db, { ...parts, base: [...parts.base, since], ginScope: [...parts.ginScope, since] }, plan, limit, 0);
+      if (recent.length >= limit) return recent;
+    }
+    return this.page(db, parts, plan, limit, offset);
+  }
+
+  /** One statement for the page: the walk-then-GIN form for GIN tag probes without an offset, else a plain walk. */
+  private async page(db: Kysely<DB>, parts: FilterConditions, plan: string, limit: number, offset: number): Promise<StoredEvent[]> {
+    if (parts.ginTerms.length > 0 && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
-    const where = compileSql(joinFragments(parts ? [...parts.base, ...parts.tags] : [frag`false`], ' and '));
+    const where = compileSql(joinFragments([...parts.base, ...parts.tags], ' and '));
     // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
     // every (…, created_at DESC, id) index with a full sort.
-    const page = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-    const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
-    const text = `${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${page}`;
+    const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
+    const text = `${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${bounds}`;
     const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(text, where.params));
     return rows.map((row) => new StoredEvent(row));
   }
@@ -40,7 +57,7 @@ export class EventReadRepository {
    * 1. `hits` walks the other conditions' index in page order and stops at the `limit`-th match
    *    or after `walkBudget(limit)` rows;
    * 2. only when the walk used its whole budget without finding `limit` matches does `cand` ask
-   *    the GIN index for the tag's rows, by key, with no condition but the community and the tag
+   *    the GIN index for the tag's rows, by key, with no condition but `ginScope` and the tag
    *    probes (so the planner cannot AND in a range of another index over the whole community);
    *    `rest` looks each one up by primary key and keeps those that pass the filter and come
    *    after the walk's last row (`last`, in created_at DESC, id ASC order).
@@ -72,7 +89,7 @@ export class EventReadRepository {
           text(`last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
           base,
           text(` ${walkOrder} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
-          joinFragments([parts.base[0], ...parts.ginTerms], ' and '),
+          joinFragments([...parts.ginScope, ...parts.ginTerms], ' and '),
           text(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
           base,
           text(' and '),
@@ -211,6 +228,36 @@ interface FilterConditions {
   tags: SqlFragment[];
   /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
   ginTerms: SqlFragment[];
+  /**
+   * What a GIN lookup keeps besides the probes: the community, and the recent window's floor when
+   * the page is read in it (which prunes the older partitions). No other condition, so that the
+   * planner cannot AND in a range of another index over the whole community.
+   */
+  ginScope: SqlFragment[];
+}
+
+/** How far back (seconds) the first statement of a history page reads: see recentFloor. */
+export const RECENT_WINDOW_SECS = 7 * 86_400;
+
+/**
+ * The floor (epoch seconds) of the recent window a page without an offset is read in first, or
+ * undefined when the filter's own bounds already keep the statement to few partitions: a `since`
+ * at or above the floor (the whole filter is inside the window) or an `until` below it (the
+ * window holds none of it).
+ *
+ * Why: a statement over `events` sets up a scan of every monthly partition its bounds do not
+ * exclude, and there is one more partition every month. With the 16 partitions of a new schema,
+ * that setup was 46% of Postgres's CPU in a profile of the REQ bench's kind pages (about 5 µs a
+ * partition on an idle server). The newest rows of a busy community all lie in the last days.
+ * A page the window cannot fill is read again over every partition, in one statement and so one
+ * snapshot, so a page never joins two snapshots. One the window fills is the page a statement over
+ * every partition would have returned at that snapshot: every row outside the window is older.
+ */
+export function recentFloor(f: NostrFilter, nowMs: number): number | undefined {
+  const floor = Math.floor(nowMs / 1000) - RECENT_WINDOW_SECS;
+  if (f.since !== undefined && f.since >= floor) return undefined;
+  if (f.until !== undefined && f.until < floor) return undefined;
+  return floor;
 }
 
 /** Rows an index walk may read before a tag page falls back to the GIN index (queryByWalkThenGin). */
@@ -255,7 +302,7 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // position (element 0 is the name, element 1 a value) before LIMIT.
     tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
-  return { base: conds, tags: tagConds, ginTerms };
+  return { base: conds, tags: tagConds, ginTerms, ginScope: [conds[0]] };
 }
 
 /** Whether a tag filter other than `#e` is prefiltered on the GIN index: all but a channel-scoped `#h`. */
