@@ -30,78 +30,30 @@ export class EventReadRepository {
     const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
     const floor = offset === 0 ? recentFloor(filter, nowMs) : undefined;
     if (floor !== undefined) {
-      const since = frag`created_at >= to_timestamp(${floor})`;
-      const recent = await this.page(db, { ...parts, base: [...parts.base, since], ginScope: [...parts.ginScope, since] }, plan, limit, 0);
+      const recent = await this.page(db, { ...parts, base: [...parts.base, frag`created_at >= to_timestamp(${floor})`] }, plan, limit, 0, 'window');
       if (recent.length >= limit) return recent;
     }
-    return this.page(db, parts, plan, limit, offset);
-  }
-
-  /** One statement for the page: the walk-then-GIN form for GIN tag probes without an offset, else a plain walk. */
-  private async page(db: Kysely<DB>, parts: FilterConditions, plan: string, limit: number, offset: number): Promise<StoredEvent[]> {
-    if (parts.ginTerms.length > 0 && offset === 0) return this.queryByWalkThenGin(db, parts, limit);
-    // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
-    const where = compileSql(joinFragments([...parts.base, ...parts.tags], ' and '));
-    // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
-    // every (…, created_at DESC, id) index with a full sort.
-    const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-    const text = `${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where ${where.text} order by e.created_at desc, e.id asc ${bounds}`;
-    const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(text, where.params));
-    return rows.map((row) => new StoredEvent(row));
+    return this.page(db, parts, plan, limit, offset, 'complete');
   }
 
   /**
-   * A page filtered by a tag probe on the GIN index (`#t`, custom tags), in one statement that
-   * does not depend on how common the tag is:
-   *
-   * 1. `hits` walks the other conditions' index in page order and stops at the `limit`-th match
-   *    or after `walkBudget(limit)` rows;
-   * 2. only when the walk used its whole budget without finding `limit` matches does `cand` ask
-   *    the GIN index for the tag's rows, by key, with no condition but `ginScope` and the tag
-   *    probes (so the planner cannot AND in a range of another index over the whole community);
-   *    `rest` looks each one up by primary key and keeps those that pass the filter and come
-   *    after the walk's last row (`last`, in created_at DESC, id ASC order).
-   *
-   * Left to the planner, one plan served every value: walking the kind index (a rare tag then
-   * reads the whole community) or a GIN bitmap and a sort of every match (a common one then
-   * reads and sorts all of them, 4 ms of Postgres CPU per page of 20 among 10,000 rows, growing
-   * with the community). The first walk's rows are the newest, so the two parts are disjoint and
-   * together hold the page. The statement runs on its generic plan (GENERIC_PLAN).
+   * One statement for the page: a plain walk, or for GIN tag probes without an offset the tag
+   * walk, which for a `complete` page falls back on the GIN index (walkThenGin). The
+   * recent window's statement only walks: a page it cannot fill is read again in full anyway, and
+   * the fallback's three further scans would each set up every partition they may reach.
    */
-  private async queryByWalkThenGin(db: Kysely<DB>, parts: FilterConditions, limit: number): Promise<StoredEvent[]> {
-    const text = (t: string): SqlFragment => ({ strings: [t], values: [] });
-    const base = joinFragments(parts.base, ' and ');
-    const tags = joinFragments(parts.tags, ' and ');
-    const walk = walkBudget(limit);
-    const page = checkedBound(limit);
-    const walkOrder = 'order by e.created_at desc, e.id asc';
-    const statement = compileSql(
-      joinFragments(
-        [
-          // The walk stops at its `page`-th match, or after `walk` rows.
-          text(`${GENERIC_PLAN}with hits as materialized (select * from (select ${RAW_COLUMNS} from events e where `),
-          base,
-          text(` ${walkOrder} limit ${walk}) w where `),
-          tags,
-          text(` order by w.created_at desc, w.id asc limit ${page}), `),
-          // The fallback, gated on the count so that a page the walk filled reads none of it. No
-          // `last` row means the walk saw every row, so there is nothing after it to look up.
-          text(`last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
-          base,
-          text(` ${walkOrder} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
-          joinFragments([...parts.ginScope, ...parts.ginTerms], ' and '),
-          text(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
-          base,
-          text(' and '),
-          tags,
-          text(
-            ` and (e.created_at < (select created_at from last) or (e.created_at = (select created_at from last) and e.id > (select id from last))) offset 0) c)` +
-              ` select ${EVENT_COLUMN_LIST_TAGS_TEXT} from (select * from hits union all select * from rest) e ${walkOrder} limit ${page}`,
-          ),
-        ],
-        '',
-      ),
-    );
+  private async page(db: Kysely<DB>, parts: FilterConditions, plan: string, limit: number, offset: number, read: 'window' | 'complete'): Promise<StoredEvent[]> {
+    let statement: { text: string; params: unknown[] };
+    if (parts.ginTerms.length > 0 && offset === 0) {
+      statement = read === 'complete' ? walkThenGin(parts, limit) : compileSql(joinFragments([raw(GENERIC_PLAN), tagWalk(parts, limit, EVENT_COLUMN_LIST_TAGS_TEXT)], ''));
+    } else {
+      // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
+      // every (…, created_at DESC, id) index with a full sort.
+      const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
+      const where = joinFragments([...parts.base, ...parts.tags], ' and ');
+      statement = compileSql(joinFragments([raw(`${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where `), where, raw(` ${PAGE_ORDER} ${bounds}`)], ''));
+    }
+    // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
     const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(statement.text, statement.params));
     return rows.map((row) => new StoredEvent(row));
   }
@@ -153,6 +105,78 @@ export class EventReadRepository {
     });
     return rows.map(rowToEvent);
   }
+}
+
+/**
+ * A page filtered by a tag probe on the GIN index (`#t`, custom tags), as one statement that
+ * does not depend on how common the tag is:
+ *
+ * 1. `hits` walks the other conditions' index in page order and stops at the `limit`-th match
+ *    or after `walkBudget(limit)` rows (tagWalk);
+ * 2. only when the walk used its whole budget without finding `limit` matches does `cand` ask
+ *    the GIN index for the tag's rows, by key, with no condition but the community and the tag
+ *    probes (so the planner cannot AND in a range of another index over the whole community);
+ *    `rest` looks each one up by primary key and keeps those that pass the filter and come
+ *    after the walk's last row (`last`, in created_at DESC, id ASC order).
+ *
+ * Left to the planner, one plan served every value: walking the kind index (a rare tag then
+ * reads the whole community) or a GIN bitmap and a sort of every match (a common one then
+ * reads and sorts all of them, 4 ms of Postgres CPU per page of 20 among 10,000 rows, growing
+ * with the community). The first walk's rows are the newest, so the two parts are disjoint and
+ * together hold the page. The statement runs on its generic plan (GENERIC_PLAN).
+ */
+function walkThenGin(parts: FilterConditions, limit: number): { text: string; params: unknown[] } {
+  const base = joinFragments(parts.base, ' and ');
+  const tags = joinFragments(parts.tags, ' and ');
+  const walk = walkBudget(limit);
+  const page = checkedBound(limit);
+  return compileSql(
+    joinFragments(
+      [
+        raw(`${GENERIC_PLAN}with hits as materialized (`),
+        tagWalk(parts, limit, RAW_COLUMNS),
+        // The fallback, gated on the count so that a page the walk filled reads none of it. No
+        // `last` row means the walk saw every row, so there is nothing after it to look up.
+        raw(`), last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
+        base,
+        raw(` ${PAGE_ORDER} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
+        joinFragments([parts.base[0], ...parts.ginTerms], ' and '),
+        raw(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
+        base,
+        raw(' and '),
+        tags,
+        raw(
+          ` and (e.created_at < (select created_at from last) or (e.created_at = (select created_at from last) and e.id > (select id from last))) offset 0) c)` +
+            ` select ${EVENT_COLUMN_LIST_TAGS_TEXT} from (select * from hits union all select * from rest) e ${PAGE_ORDER} limit ${page}`,
+        ),
+      ],
+      '',
+    ),
+  );
+}
+
+/**
+ * The tag walk alone: the page's matches among the first `walkBudget(limit)` rows of the other
+ * conditions in page order, as a select of `columns` (over `e`). It stops at its `limit`-th match.
+ */
+function tagWalk(parts: FilterConditions, limit: number, columns: string): SqlFragment {
+  return joinFragments(
+    [
+      raw(`select ${columns} from (select ${RAW_COLUMNS} from events e where `),
+      joinFragments(parts.base, ' and '),
+      raw(` ${PAGE_ORDER} limit ${walkBudget(limit)}) e where `),
+      joinFragments(parts.tags, ' and '),
+      raw(` ${PAGE_ORDER} limit ${checkedBound(limit)}`),
+    ],
+    '',
+  );
+}
+
+const PAGE_ORDER = 'order by e.created_at desc, e.id asc';
+
+/** Plain SQL text as a fragment. */
+function raw(text: string): SqlFragment {
+  return { strings: [text], values: [] };
 }
 
 /**
@@ -228,12 +252,6 @@ interface FilterConditions {
   tags: SqlFragment[];
   /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
   ginTerms: SqlFragment[];
-  /**
-   * What a GIN lookup keeps besides the probes: the community, and the recent window's floor when
-   * the page is read in it (which prunes the older partitions). No other condition, so that the
-   * planner cannot AND in a range of another index over the whole community.
-   */
-  ginScope: SqlFragment[];
 }
 
 /** How far back (seconds) the first statement of a history page reads: see recentFloor. */
@@ -260,7 +278,7 @@ export function recentFloor(f: NostrFilter, nowMs: number): number | undefined {
   return floor;
 }
 
-/** Rows an index walk may read before a tag page falls back to the GIN index (queryByWalkThenGin). */
+/** Rows an index walk may read before a tag page falls back to the GIN index (walkThenGin). */
 export function walkBudget(limit: number): number {
   return Math.min(Math.max(50 * limit, 1000), 5000);
 }
@@ -302,7 +320,7 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // position (element 0 is the name, element 1 a value) before LIMIT.
     tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
   }
-  return { base: conds, tags: tagConds, ginTerms, ginScope: [conds[0]] };
+  return { base: conds, tags: tagConds, ginTerms };
 }
 
 /** Whether a tag filter other than `#e` is prefiltered on the GIN index: all but a channel-scoped `#h`. */
@@ -317,7 +335,7 @@ function tagUsesGin(key: string, scope: ReadScope): boolean {
  * Such a page runs on the generic plan from its first call (GENERIC_PLAN). A list of ids, authors
  * or kinds is left to the planner: a rare value is best served by a bitmap and a sort, a common one
  * by the walk. So is a page with a tag probe on the GIN index when it has an offset (the bridge's
- * `page`); without one it goes through queryByWalkThenGin, which makes that choice itself.
+ * `page`); without one it goes through the tag walk (tagWalk, walkThenGin), which makes that choice itself.
  */
 export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boolean {
   const pinnedChannel = scope.channels !== 'any' && scope.channels.length === 1 && !scope.includeGlobal;
