@@ -17,7 +17,7 @@ import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { forQuery } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { EventBus } from './event-bus.js';
-import { EventReadRepository } from './event-read.repository.js';
+import { allStatementsGeneric, EventReadRepository } from './event-read.repository.js';
 import { effectiveLimit, matchFilter } from './filter.js';
 import { ReadScope } from './read-scope.js';
 
@@ -95,7 +95,8 @@ export class EventQueryService {
     const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit, ctx?.offset);
     if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work, 'query_events');
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx) }, work);
+    const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan }, work);
   }
 
   /** Channel-metadata reads and client-declared strong reads are served by the writer, unrouted. */

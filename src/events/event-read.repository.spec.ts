@@ -1,5 +1,5 @@
 import { NostrFilter } from '../common/nostr.types.js';
-import { hasValueIndependentPlan } from './event-read.repository.js';
+import { allStatementsGeneric, hasValueIndependentPlan } from './event-read.repository.js';
 import { communityWide, ReadScope } from './read-scope.js';
 
 const f = (parts: Partial<NostrFilter>): NostrFilter => ({ tags: {}, extensions: {}, ...parts });
@@ -27,5 +27,19 @@ describe('hasValueIndependentPlan', () => {
     ['several kinds, no author, not one channel', twoChannels, f({ kinds: [9, 7], tags: { h: ['x', 'y'] } }), false],
   ])('%s: left to the planner', (_name, scope, filter, expected) => {
     expect(hasValueIndependentPlan(scope, filter)).toBe(expected);
+  });
+});
+
+describe('allStatementsGeneric (the proved reader transaction then plans generically)', () => {
+  it.each([
+    ['one kind', accessible, f({ kinds: [1] }), 0, true],
+    ['a tag page: the walk and its GIN fallback', accessible, f({ kinds: [1], tags: { t: ['rare'] } }), 0, true],
+    ['one pinned channel, #h', pinned, f({ kinds: [9], tags: { h: ['x'] } }), 0, true],
+    ['a tag page with an offset (left to the planner)', accessible, f({ kinds: [1], tags: { t: ['rare'] } }), 20, false],
+    ['#e (event_refs, unmarked)', accessible, f({ kinds: [7], tags: { e: [pk] } }), 0, false],
+    ['#e beside a GIN tag', accessible, f({ kinds: [7], tags: { e: [pk], t: ['x'] } }), 0, false],
+    ['several authors', accessible, f({ authors: [pk, 'cd'.repeat(32)] }), 0, false],
+  ])('%s', (_name, scope, filter, offset, expected) => {
+    expect(allStatementsGeneric(scope, filter, offset)).toBe(expected);
   });
 });

@@ -344,6 +344,17 @@ export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boole
   return (f.kinds?.length ?? 1) <= 1 || pinnedChannel || f.authors !== undefined;
 }
 
+/**
+ * Whether every statement EventReadRepository.query runs for this page carries the GENERIC_PLAN
+ * mark: a plain page whose plan cannot depend on the values, or a tag page without an offset
+ * (its walk and its GIN fallback are always marked). `#e` pages are not marked.
+ */
+export function allStatementsGeneric(scope: ReadScope, f: NostrFilter, offset: number): boolean {
+  if (hasETags(f)) return false;
+  const tagWalk = offset === 0 && Object.keys(f.tags).some((key) => tagUsesGin(key, scope));
+  return tagWalk || hasValueIndependentPlan(scope, f);
+}
+
 function hexArray(values: readonly string[]): Buffer[] {
   return values.map((v) => Buffer.from(v, 'hex'));
 }

@@ -15,6 +15,12 @@ export interface RouteRequest {
   readonly span?: string;
   /** Read-your-writes: the author whose acknowledged writes this bounded read must include. */
   readonly author?: Author;
+  /**
+   * Every statement the read runs carries the GENERIC_PLAN mark (database/statement-cache.ts).
+   * The pool client cannot switch the plan mode inside the proved reader transaction, so its
+   * first statement sets `plan_cache_mode = force_generic_plan` for the transaction instead.
+   */
+  readonly genericPlan?: boolean;
 }
 
 /**

@@ -68,7 +68,7 @@ export class RoutedReader {
     // The permit is taken after the pre-check (a read bound for the writer never waits on the
     // gate) and before the acquire (no connection is held while a read waits for a permit).
     const permit = operation === 'subscription_history' ? await this.admit(req.path) : undefined;
-    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit);
+    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
     if (!(tx instanceof ReaderTx)) {
       permit?.release();
       if (tx === 'reader_acquire_timeout' && this.shedsOnSaturation(operation)) this.reject(req.path, 'reader_acquire_timeout');

@@ -11,7 +11,8 @@ import { Pool, PoolClient } from 'pg';
 import { NostrFilter } from '../../src/common/nostr.types.js';
 import { DB } from '../../src/database/database.types.js';
 import { ensureFuturePartitions } from '../../src/database/partition-manager.js';
-import { EventReadRepository, RECENT_WINDOW_SECS } from '../../src/events/event-read.repository.js';
+import { allStatementsGeneric, EventReadRepository, RECENT_WINDOW_SECS } from '../../src/events/event-read.repository.js';
+import { GENERIC_PLAN } from '../../src/database/statement-cache.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
@@ -101,6 +102,18 @@ describe('history page: the recent window first', () => {
     // The first statement is bounded below by the floor; a second one, over every partition, is not.
     expect(floorParams(page.statements[0]).length).toBeGreaterThan(0);
     if (statements === 2) expect(floorParams(page.statements[1])).toHaveLength(0);
+  });
+
+  it.each([
+    ['kinds', filter({}), 0],
+    ['#t', filter({ tags: { t: ['x'] } }), 0],
+    ['#t with an offset', filter({ tags: { t: ['x'] } }), 5],
+    ['two kinds', filter({ kinds: [1, 7] }), 0],
+  ])('%s: every statement is marked GENERIC_PLAN exactly when allStatementsGeneric says so', async (_name, f, offset) => {
+    const page = await read(f, 100, offset);
+    expect(page.statements.length).toBeGreaterThan(0);
+    const marked = page.statements.map((q) => q.sql.startsWith(GENERIC_PLAN));
+    expect(marked).toEqual(page.statements.map(() => allStatementsGeneric(communityWide(communityId), f, offset)));
   });
 
   it('the rows at the floor are read in the window, the next second below it is not', async () => {

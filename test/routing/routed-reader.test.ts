@@ -240,6 +240,25 @@ describe('serving, fallback and sessions', () => {
     expect(setting).toEqual({ s: '20s', ro: 'on', iso: 'repeatable read' });
   });
 
+  it('a read whose statements are all GENERIC_PLAN plans them generically in its transaction, and only there', async () => {
+    const mode = async (genericPlan?: boolean) => {
+      const row = await layer.routed.read({ path: 'req_historical', predicate: BOUNDED, genericPlan }, async (d) => {
+        const { rows } = await sql<{ mode: string; standby: boolean; pid: number }>`
+          select current_setting('plan_cache_mode') as mode, pg_is_in_recovery() as standby, pg_backend_pid() as pid`.execute(d);
+        return rows[0];
+      });
+      // The connection returns to the pool after its ROLLBACK: wait for it, so the next read takes it again.
+      const pool = layer.database.readerPool!;
+      await waitUntil('the reader connection back in the pool', () => pool.idleCount === pool.totalCount, 5000);
+      return row;
+    };
+    const first = await mode(true);
+    expect(first).toMatchObject({ mode: 'force_generic_plan', standby: true });
+    // The setting ends with the transaction: the next reads on the same connection have the server's mode.
+    expect(await mode()).toEqual({ ...first, mode: 'auto' });
+    expect(await mode(false)).toEqual({ ...first, mode: 'auto' });
+  });
+
   it('routed_request_holds_one_snapshot_across_page_and_aux', async () => {
     const { page, session } = await layer.routed.session({ path: 'bridge_query', predicate: BOUNDED }, (d) => countRows(d, community));
     try {
