@@ -52,6 +52,16 @@ function statementName(text: string): string {
  */
 export const GENERIC_PLAN = '/* buzz:generic-plan */ ';
 
+const NAMES_STATEMENTS = Symbol('buzz.namesStatements');
+
+/**
+ * Whether this connection keeps named statements for its session (a StatementCachingClient of
+ * capacity > 0): a session-level prepared statement can then be relied on to stay.
+ */
+export function namesStatements(client: object): boolean {
+  return (client as { [NAMES_STATEMENTS]?: boolean })[NAMES_STATEMENTS] === true;
+}
+
 /** What the session's `plan_cache_mode` is known to be. */
 type PlanMode = 'session_default' | 'force_generic' | 'unknown';
 
@@ -70,6 +80,7 @@ type PlanMode = 'session_default' | 'force_generic' | 'unknown';
 export function statementCachingClient(capacity: number): ClientClass {
   if (capacity <= 0) return Client;
   return class StatementCachingClient extends Client {
+    readonly [NAMES_STATEMENTS] = true;
     private readonly prepared = new Set<string>();
     private planMode: PlanMode = 'session_default';
 

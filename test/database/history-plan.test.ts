@@ -8,20 +8,14 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
-import { Pool, PoolClient } from 'pg';
+import { Pool } from 'pg';
 import { NostrFilter } from '../../src/common/nostr.types.js';
 import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide, ReadScope } from '../../src/events/read-scope.js';
+import { executedGenericPlan, flattenPlan, PlanNode } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
 
 const ROWS = 20_000;
 let db: TestDatabase;
@@ -34,9 +28,6 @@ const author = randomBytes(32);
 const busyChannels = [randomUUID(), randomUUID()];
 const quietChannel = randomUUID();
 
-function flatten(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(flatten)];
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -80,7 +71,7 @@ async function pageStatement(filter: NostrFilter, scope: ReadScope): Promise<Com
 async function planOf(filter: NostrFilter, scope: ReadScope = communityWide(communityId)): Promise<PlanNode[]> {
   const query = await pageStatement(filter, scope);
   const { rows: explained } = await pool.query(`explain (format json) ${query.sql}`, [...query.parameters]);
-  return flatten(explained[0]['QUERY PLAN'][0].Plan);
+  return flattenPlan(explained[0]['QUERY PLAN'][0].Plan);
 }
 
 /**
@@ -89,27 +80,9 @@ async function planOf(filter: NostrFilter, scope: ReadScope = communityWide(comm
  */
 async function genericPlanOf(filter: NostrFilter, scope: ReadScope): Promise<PlanNode[]> {
   const query = await pageStatement(filter, scope);
-  const client: PoolClient = await pool.connect();
-  const notices: string[] = [];
-  const onNotice = (msg: { message?: string }) => void (msg.message && notices.push(msg.message));
-  client.on('notice', onNotice);
-  try {
-    await client.query(`load 'auto_explain'`);
-    await client.query(`set plan_cache_mode = force_generic_plan`);
-    await client.query(`set auto_explain.log_min_duration = 0`);
-    await client.query(`set auto_explain.log_analyze = on`);
-    await client.query(`set auto_explain.log_format = json`);
-    await client.query(`set auto_explain.log_level = notice`);
-    const { rows } = await client.query({ name: `plan_${randomUUID()}`, text: query.sql, values: [...query.parameters] });
-    expect(rows).toHaveLength(20);
-  } finally {
-    client.off('notice', onNotice);
-    await client.query('reset all');
-    client.release();
-  }
-  const plan = notices.map((m) => m.slice(m.indexOf('{'))).find((m) => m.includes('"Plan"'));
-  if (!plan) throw new Error(`auto_explain sent no plan: ${notices.join(' | ')}`);
-  return flatten((JSON.parse(plan) as { Plan: PlanNode }).Plan);
+  const { rows, plan } = await executedGenericPlan(pool, query.sql, query.parameters);
+  expect(rows).toHaveLength(20);
+  return plan;
 }
 
 const filter = (f: Partial<NostrFilter>): NostrFilter => ({ tags: {}, extensions: {}, ...f });

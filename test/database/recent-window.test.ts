@@ -7,13 +7,14 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
-import { Pool, PoolClient } from 'pg';
+import { Pool } from 'pg';
 import { NostrFilter } from '../../src/common/nostr.types.js';
 import { DB } from '../../src/database/database.types.js';
 import { ensureFuturePartitions } from '../../src/database/partition-manager.js';
 import { allStatementsGeneric, EventReadRepository, RECENT_WINDOW_SECS } from '../../src/events/event-read.repository.js';
 import { GENERIC_PLAN } from '../../src/database/statement-cache.js';
 import { communityWide } from '../../src/events/read-scope.js';
+import { executedGenericPlan } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;
@@ -150,35 +151,6 @@ describe('history page: the recent window first', () => {
     expect(floorParams(page.statements[0])).toHaveLength(0);
   });
 
-  interface PlanNode {
-    'Node Type': string;
-    'Relation Name'?: string;
-    'Subplans Removed'?: number;
-    Plans?: PlanNode[];
-  }
-  const flatten = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
-
-  /** The generic plan of a captured statement, executed as a named statement; auto_explain sends it as a notice. */
-  async function executedGenericPlan(q: CompiledQuery): Promise<PlanNode[]> {
-    const client: PoolClient = await pool.connect();
-    const notices: string[] = [];
-    const onNotice = (m: { message?: string }) => void (m.message && notices.push(m.message));
-    client.on('notice', onNotice);
-    try {
-      for (const s of [`load 'auto_explain'`, 'set plan_cache_mode = force_generic_plan', 'set auto_explain.log_min_duration = 0', 'set auto_explain.log_analyze = on', 'set auto_explain.log_format = json', 'set auto_explain.log_level = notice']) {
-        await client.query(s);
-      }
-      await client.query({ name: `window_${randomUUID()}`, text: q.sql, values: [...q.parameters] });
-    } finally {
-      client.off('notice', onNotice);
-      await client.query('reset all');
-      client.release();
-    }
-    const plan = notices.map((m) => m.slice(m.indexOf('{'))).find((m) => m.includes('"Plan"'));
-    if (!plan) throw new Error(`auto_explain sent no plan: ${notices.join(' | ')}`);
-    return flatten((JSON.parse(plan) as { Plan: PlanNode }).Plan);
-  }
-
   it.each([
     ['kinds', filter({})],
     ['#t (walk, then GIN)', filter({ tags: { t: ['x'] } })],
@@ -192,7 +164,7 @@ describe('history page: the recent window first', () => {
     );
     const oldPartitions = rows.map((r) => r.partition);
     expect(oldPartitions.length).toBeGreaterThanOrEqual(2); // 60 and 400 days below the floor: a month's and events_p_past
-    const scanned = async (q: CompiledQuery) => (await executedGenericPlan(q)).map((n) => n['Relation Name']).filter((r) => r !== undefined);
+    const scanned = async (q: CompiledQuery) => (await executedGenericPlan(pool, q.sql, q.parameters)).plan.map((n) => n['Relation Name']).filter((r) => r !== undefined);
     const windowed = await scanned(page.statements[0]);
     const full = new Set(await scanned(page.statements[1]));
     expect(oldPartitions.filter((p) => windowed.includes(p))).toEqual([]);

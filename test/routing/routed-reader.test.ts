@@ -259,6 +259,21 @@ describe('serving, fallback and sessions', () => {
     expect(await mode(false)).toEqual({ ...first, mode: 'auto' });
   });
 
+  it('each reader connection prepares the proof once and executes it for every proof after', async () => {
+    const proofs = async () =>
+      layer.routed.read({ path: 'req_historical', predicate: BOUNDED }, async (d) => {
+        const { rows } = await sql<{ name: string; runs: number; standby: boolean }>`
+          select name, (generic_plans + custom_plans)::int as runs, pg_is_in_recovery() as standby
+            from pg_prepared_statements where name like 'buzz_proof%'`.execute(d);
+        return rows;
+      });
+    const before = await proofs();
+    expect(before).toEqual([{ name: 'buzz_proof', runs: expect.any(Number), standby: true }]);
+    const pool = layer.database.readerPool!;
+    await waitUntil('the reader connection back in the pool', () => pool.idleCount === pool.totalCount, 5000);
+    expect(await proofs()).toEqual([{ ...before[0], runs: before[0].runs + 1 }]);
+  });
+
   it('routed_request_holds_one_snapshot_across_page_and_aux', async () => {
     const { page, session } = await layer.routed.session({ path: 'bridge_query', predicate: BOUNDED }, (d) => countRows(d, community));
     try {
