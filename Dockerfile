@@ -32,4 +32,4 @@ COPY --from=build /app/dist/migrations ./dist/migrations
 USER node
 EXPOSE 3000
 # A larger young generation: fewer scavenges for the short-lived objects of every REQ (docs/operator.md).
-CMD ["node", "--max-semi-space-size=32", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=16", "dist/src/main.js"]

@@ -121,7 +121,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
 export async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   // The relay runs with the flags it ships with (package.json `start`, the Dockerfile); later flags win.
-  const nodeArgs = ['--max-semi-space-size=32', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const nodeArgs = ['--max-semi-space-size=16', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], {
     env: relayEnv(databaseEnv),
     stdio: ['ignore', 'pipe', 'pipe'],
