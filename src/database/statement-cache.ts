@@ -74,8 +74,9 @@ type PlanMode = 'session_default' | 'force_generic' | 'unknown';
  * or `RESET` queued right before it (pg sends queued queries in order, so no extra wait on the
  * caller's side, one extra round trip on the connection), and only outside a transaction block:
  * inside one a rollback would undo the switch, and the proved reader transaction's statements
- * stay exactly its own. So the replica's reads, which all run in that transaction, keep the
- * server's `plan_cache_mode`. A failed switch leaves the mode unknown until the next one.
+ * stay exactly its own. The replica's reads, which all run in that transaction, get the mode from
+ * the transaction's first statement instead (RouteRequest.genericPlan, routing/reader-tx.ts).
+ * A failed switch leaves the mode unknown until the next one.
  */
 export function statementCachingClient(capacity: number): ClientClass {
   if (capacity <= 0) return Client;

@@ -8,7 +8,7 @@ import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
 import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { asKysely, checkedBound, compileSql, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
+import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
@@ -45,13 +45,13 @@ export class EventReadRepository {
   private async page(db: Kysely<DB>, parts: FilterConditions, plan: string, limit: number, offset: number, read: 'window' | 'complete'): Promise<StoredEvent[]> {
     let statement: { text: string; params: unknown[] };
     if (parts.ginTerms.length > 0 && offset === 0) {
-      statement = read === 'complete' ? walkThenGin(parts, limit) : compileSql(joinFragments([raw(GENERIC_PLAN), tagWalk(parts, limit, EVENT_COLUMN_LIST_TAGS_TEXT)], ''));
+      statement = read === 'complete' ? walkThenGin(parts, limit) : compileSql(joinFragments([sqlText(GENERIC_PLAN), tagWalk(parts, limit, EVENT_COLUMN_LIST_TAGS_TEXT)], ''));
     } else {
       // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
       // every (…, created_at DESC, id) index with a full sort.
       const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
       const where = joinFragments([...parts.base, ...parts.tags], ' and ');
-      statement = compileSql(joinFragments([raw(`${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where `), where, raw(` ${PAGE_ORDER} ${bounds}`)], ''));
+      statement = compileSql(joinFragments([sqlText(`${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where `), where, sqlText(` ${PAGE_ORDER} ${bounds}`)], ''));
     }
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
     const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(statement.text, statement.params));
@@ -133,19 +133,19 @@ function walkThenGin(parts: FilterConditions, limit: number): { text: string; pa
   return compileSql(
     joinFragments(
       [
-        raw(`${GENERIC_PLAN}with hits as materialized (`),
+        sqlText(`${GENERIC_PLAN}with hits as materialized (`),
         tagWalk(parts, limit, RAW_COLUMNS),
         // The fallback, gated on the count so that a page the walk filled reads none of it. No
         // `last` row means the walk saw every row, so there is nothing after it to look up.
-        raw(`), last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
+        sqlText(`), last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
         base,
-        raw(` ${PAGE_ORDER} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
+        sqlText(` ${PAGE_ORDER} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
         joinFragments([parts.base[0], ...parts.ginTerms], ' and '),
-        raw(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
+        sqlText(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
         base,
-        raw(' and '),
+        sqlText(' and '),
         tags,
-        raw(
+        sqlText(
           ` and (e.created_at < (select created_at from last) or (e.created_at = (select created_at from last) and e.id > (select id from last))) offset 0) c)` +
             ` select ${EVENT_COLUMN_LIST_TAGS_TEXT} from (select * from hits union all select * from rest) e ${PAGE_ORDER} limit ${page}`,
         ),
@@ -162,22 +162,17 @@ function walkThenGin(parts: FilterConditions, limit: number): { text: string; pa
 function tagWalk(parts: FilterConditions, limit: number, columns: string): SqlFragment {
   return joinFragments(
     [
-      raw(`select ${columns} from (select ${RAW_COLUMNS} from events e where `),
+      sqlText(`select ${columns} from (select ${RAW_COLUMNS} from events e where `),
       joinFragments(parts.base, ' and '),
-      raw(` ${PAGE_ORDER} limit ${walkBudget(limit)}) e where `),
+      sqlText(` ${PAGE_ORDER} limit ${walkBudget(limit)}) e where `),
       joinFragments(parts.tags, ' and '),
-      raw(` ${PAGE_ORDER} limit ${checkedBound(limit)}`),
+      sqlText(` ${PAGE_ORDER} limit ${checkedBound(limit)}`),
     ],
     '',
   );
 }
 
 const PAGE_ORDER = 'order by e.created_at desc, e.id asc';
-
-/** Plain SQL text as a fragment. */
-function raw(text: string): SqlFragment {
-  return { strings: [text], values: [] };
-}
 
 /**
  * CTEs `r` and `m` of the reference-table form (migration 0016), both MATERIALIZED:

@@ -30,6 +30,11 @@ export function frag(strings: TemplateStringsArray, ...values: unknown[]): SqlFr
   return { strings, values };
 }
 
+/** Plain SQL text, with no values, as a fragment. */
+export function sqlText(text: string): SqlFragment {
+  return { strings: [text], values: [] };
+}
+
 /** The fragments joined by `separator` (plain SQL text). */
 export function joinFragments(parts: readonly SqlFragment[], separator: string): SqlFragment {
   const strings: string[] = [''];
@@ -65,7 +70,7 @@ export function compileSql(f: SqlFragment): { text: string; params: unknown[] } 
  * by channel, so a quiet channel in a busy community read thousands of rows for one page.
  */
 export function scopeFragment(scope: ReadScope, column: string): SqlFragment {
-  if (scope.channels === 'any') return { strings: [scope.includeGlobal ? 'true' : `${column} is not null`], values: [] };
+  if (scope.channels === 'any') return sqlText(scope.includeGlobal ? 'true' : `${column} is not null`);
   const ids = scope.channels as string[];
   if (scope.includeGlobal) return { strings: [`(${column} is null or ${column} = any(`, '::uuid[]))'], values: [ids] };
   return ids.length === 1 ? { strings: [`${column} = `, '::uuid'], values: [ids[0]] } : { strings: [`${column} = any(`, '::uuid[])'], values: [ids] };

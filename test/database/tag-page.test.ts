@@ -11,6 +11,7 @@ import { statementCachingClient } from '../../src/database/statement-cache.js';
 import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository, walkBudget } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
+import { flattenPlan, type PlanNode } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 const ROWS = 6000;
@@ -101,15 +102,6 @@ describe('tag page: bounded walk, then the GIN index', () => {
     expect(page.map((e) => e.id)).toEqual(rows.map((r) => r.id));
   });
 
-  interface PlanNode {
-    'Node Type': string;
-    'Index Name'?: string;
-    'Actual Rows'?: number;
-    'Actual Loops'?: number;
-    Plans?: PlanNode[];
-  }
-  const flatten = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
-
   /**
    * The executed plans of the statements of the repository's tag page, in order, through the
    * relay's own client class (auto_explain sends each as a notice).
@@ -133,7 +125,7 @@ describe('tag page: bounded walk, then the GIN index', () => {
     }
     const plans = notices.map((m) => m.slice(m.indexOf('{'))).filter((m) => m.includes('"Plan"') && m.includes('events'));
     if (plans.length === 0) throw new Error(`auto_explain sent no plan: ${notices.join(' | ')}`);
-    return plans.map((plan) => flatten((JSON.parse(plan) as { Plan: PlanNode }).Plan));
+    return plans.map((plan) => flattenPlan((JSON.parse(plan) as { Plan: PlanNode }).Plan));
   }
 
   const indexRows = (plan: PlanNode[], index: RegExp) =>
