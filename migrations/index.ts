@@ -17,6 +17,7 @@ import * as m0014 from './0014_replica_heartbeat.js';
 import * as m0015 from './0015_events_created_at_floor_guard.js';
 import * as m0016 from './0016_event_refs.js';
 import * as m0017 from './0017_agent_owners.js';
+import * as m0018 from './0018_event_tags.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0015_events_created_at_floor_guard': m0015,
   '0016_event_refs': m0016,
   '0017_agent_owners': m0017,
+  '0018_event_tags': m0018,
 };

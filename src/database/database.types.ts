@@ -91,6 +91,17 @@ export interface EventMentionsTable {
   event_kind: number;
 }
 
+/** NIP-01's tag index (migration 0018), kept by a trigger on `events`. */
+export interface EventTagsTable {
+  community_id: string;
+  /** One ASCII letter other than `e` and `h`. */
+  name: string;
+  value: string;
+  event_created_at: Timestamp;
+  event_id: Buffer;
+  event_kind: number;
+}
+
 /**
  * PK (community_id, ref_id, event_created_at, event_id) INCLUDE (event_kind): the ids an event's
  * `e`-bearing tags reference (migration 0016), read by e-tag queries instead of the GIN index.
@@ -226,6 +237,7 @@ export interface DB {
   delivery_log: DeliveryLogTable;
   event_mentions: EventMentionsTable;
   event_refs: EventRefsTable;
+  event_tags: EventTagsTable;
   thread_metadata: ThreadMetadataTable;
   relay_members: RelayMembersTable;
   agent_owners: AgentOwnersTable;

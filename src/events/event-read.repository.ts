@@ -1,8 +1,9 @@
 /**
  * NIP-01 filter → SQL. Every read is confined to one community and to live
- * rows, ordered `created_at DESC, id ASC`. Tag containment is pushed down to the
- * GIN index (`#e` ids to the event_refs table instead, `#h` to the channel scope) and
- * re-checked positionally in SQL, so LIMIT counts only real matches.
+ * rows, ordered `created_at DESC, id ASC`. A history page filtered by a single-letter tag walks
+ * the event_tags index table; other tag filters are pushed down to the GIN index (`#e` ids to the
+ * event_refs table instead, `#h` to the channel scope). Tags are re-checked positionally in SQL,
+ * so LIMIT counts only real matches.
  */
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
@@ -30,27 +31,42 @@ export class EventReadRepository {
     const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
     const floor = offset === 0 ? recentFloor(filter, nowMs) : undefined;
     if (floor !== undefined) {
-      const recent = await this.page(db, { ...parts, base: [...parts.base, frag`created_at >= to_timestamp(${floor})`] }, plan, limit, 0, 'window');
+      const recent = await this.page(db, scope, filter, parts, plan, limit, 0, floor);
       if (recent.length >= limit) return recent;
     }
-    return this.page(db, parts, plan, limit, offset, 'complete');
+    return this.page(db, scope, filter, parts, plan, limit, offset);
   }
 
   /**
-   * One statement for the page: a plain walk, or for GIN tag probes without an offset the tag
-   * walk, which for a `complete` page falls back on the GIN index (walkThenGin). The
-   * recent window's statement only walks: a page it cannot fill is read again in full anyway, and
-   * the fallback's three further scans would each set up every partition they may reach.
+   * One statement for the page, with the window's `floor` when given. Without an offset, a page
+   * filtered by an indexed tag walks event_tags (tagIndexWalk); one with another GIN tag probe
+   * takes the tag walk, which for a complete page (no floor) falls back on the GIN index
+   * (walkThenGin). The recent window's statement only walks: a page it cannot fill is read again
+   * in full anyway, and the fallback's three further scans would each set up every partition
+   * they may reach.
    */
-  private async page(db: Kysely<DB>, parts: FilterConditions, plan: string, limit: number, offset: number, read: 'window' | 'complete'): Promise<StoredEvent[]> {
+  private async page(
+    db: Kysely<DB>,
+    scope: ReadScope,
+    filter: NostrFilter,
+    parts: FilterConditions,
+    plan: string,
+    limit: number,
+    offset: number,
+    floor?: number,
+  ): Promise<StoredEvent[]> {
+    const windowed = floor === undefined ? parts : { ...parts, base: [...parts.base, ...createdAtBounds({ since: floor }, 'created_at', 'id')] };
+    const key = offset === 0 ? tagIndexKey(filter) : undefined;
     let statement: { text: string; params: unknown[] };
-    if (parts.ginTerms.length > 0 && offset === 0) {
-      statement = read === 'complete' ? walkThenGin(parts, limit) : compileSql(joinFragments([sqlText(GENERIC_PLAN), tagWalk(parts, limit, EVENT_COLUMN_LIST_TAGS_TEXT)], ''));
+    if (key !== undefined) {
+      statement = tagIndexWalk(scope, filter, key, windowed, limit, floor);
+    } else if (parts.ginTerms.length > 0 && offset === 0) {
+      statement = floor === undefined ? walkThenGin(windowed, limit) : compileSql(joinFragments([sqlText(GENERIC_PLAN), tagWalk(windowed, limit, EVENT_COLUMN_LIST_TAGS_TEXT)], ''));
     } else {
       // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
       // every (…, created_at DESC, id) index with a full sort.
       const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-      const where = joinFragments([...parts.base, ...parts.tags], ' and ');
+      const where = joinFragments([...windowed.base, ...windowed.tags], ' and ');
       statement = compileSql(joinFragments([sqlText(`${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where `), where, sqlText(` ${PAGE_ORDER} ${bounds}`)], ''));
     }
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
@@ -105,6 +121,43 @@ export class EventReadRepository {
     });
     return rows.map(rowToEvent);
   }
+}
+
+/**
+ * A page filtered by an indexed tag (tagIndexKey), as one statement: for each of the tag's values,
+ * its event_tags rows newest first (an index-only walk of `event_tags_walk`, with the kinds and
+ * time bounds checked on the index entry), each looked up in `events` by primary key and kept when
+ * the row passes the rest of the filter, until `limit` rows pass. The values' pages are merged,
+ * an event that carries two of the values counted once. Every match among a value's rows up to
+ * its `limit`-th is read, so the merge holds the page: an event in the page has fewer than `limit`
+ * matches ahead of it, so fewer than `limit` ahead of it among the rows of its own value.
+ *
+ * The cost follows the rows walked: about `limit` per value when the rest of the filter passes
+ * most of the tag's rows, the common case of a kind and a tag. A filter with authors or ids keeps
+ * the other form (tagIndexKey). Runs on its generic plan (GENERIC_PLAN): no value changes it.
+ */
+function tagIndexWalk(scope: ReadScope, f: NostrFilter, key: string, parts: FilterConditions, limit: number, floor: number | undefined): { text: string; params: unknown[] } {
+  const page = checkedBound(limit);
+  const onIndex: SqlFragment[] = [frag`tg.community_id = ${scope.communityId}::uuid`, frag`tg.name = ${key}`, sqlText('tg.value = v.value')];
+  if (f.kinds) onIndex.push(f.kinds.length === 1 ? frag`tg.event_kind = ${f.kinds[0]}::int` : frag`tg.event_kind = any(${f.kinds}::int[])`);
+  onIndex.push(...createdAtBounds(f, 'tg.event_created_at', 'tg.event_id'));
+  if (floor !== undefined) onIndex.push(...createdAtBounds({ since: floor }, 'tg.event_created_at', 'tg.event_id'));
+  const others = [...parts.tagsByKey].flatMap(([k, conds]) => (k === key ? [] : conds));
+  const walkOrder = 'order by tg.event_created_at desc, tg.event_id asc';
+  return compileSql(
+    joinFragments(
+      [
+        sqlText(`${GENERIC_PLAN}select distinct on (e.created_at, e.id) ${EVENT_COLUMN_LIST_TAGS_TEXT} from (select x.* from unnest(`),
+        frag`${f.tags[key]}::text[]`,
+        sqlText(') as v(value) cross join lateral (select x.* from (select tg.event_created_at, tg.event_id from event_tags tg where '),
+        joinFragments(onIndex, ' and '),
+        sqlText(` ${walkOrder}) tg cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = tg.event_created_at and e.id = tg.event_id and `),
+        joinFragments([...parts.base, ...others], ' and '),
+        sqlText(` offset 0) x ${walkOrder} limit ${page}) x) e ${PAGE_ORDER} limit ${page}`),
+      ],
+      '',
+    ),
+  );
 }
 
 /**
@@ -247,6 +300,8 @@ interface FilterConditions {
   tags: SqlFragment[];
   /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
   ginTerms: SqlFragment[];
+  /** `tags` by tag name: each name's GIN probe (when it has one) and positional re-check. */
+  tagsByKey: ReadonlyMap<string, SqlFragment[]>;
 }
 
 /** How far back (seconds) the first statement of a history page reads: see recentFloor. */
@@ -292,12 +347,8 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
   if (f.ids) conds.push(f.ids.length === 1 ? frag`id = ${hexArray(f.ids)[0]}` : frag`id = any(${hexArray(f.ids)}::bytea[])`);
   if (f.authors) conds.push(f.authors.length === 1 ? frag`pubkey = ${hexArray(f.authors)[0]}` : frag`pubkey = any(${hexArray(f.authors)}::bytea[])`);
   if (f.kinds) conds.push(f.kinds.length === 1 ? frag`kind = ${f.kinds[0]}::int` : frag`kind = any(${f.kinds}::int[])`);
-  if (f.since !== undefined) conds.push(frag`created_at >= to_timestamp(${f.since})`);
-  if (f.until !== undefined && f.before_id === undefined) conds.push(frag`created_at <= to_timestamp(${f.until})`);
-  if (f.until !== undefined && f.before_id !== undefined) {
-    // Composite cursor for `created_at DESC, id ASC`: strictly after (until, before_id).
-    conds.push(frag`(created_at < to_timestamp(${f.until}) or (created_at = to_timestamp(${f.until}) and id > decode(${f.before_id}, 'hex')))`);
-  }
+  conds.push(...createdAtBounds(f, 'created_at', 'id'));
+  const tagsByKey = new Map<string, SqlFragment[]>();
   for (const [key, values] of Object.entries(f.tags)) {
     if (values.length === 0) return undefined;
     // One bound jsonb[] per tag key; `@> any(...)` becomes a bitmap OR over the GIN index.
@@ -306,16 +357,65 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // ANDed two bitmaps and sorted the whole channel instead.
     const probes = values.map((v) => JSON.stringify([[key, v]]));
     const ginPrefilter = key === 'e' ? eTags === 'gin' : tagUsesGin(key, scope);
+    const ofKey: SqlFragment[] = [];
     if (ginPrefilter) {
       const probe = frag`tags @> any(${probes}::jsonb[])`;
       ginTerms.push(probe);
-      tagConds.push(probe);
+      ofKey.push(probe);
     }
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
-    tagConds.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
+    ofKey.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
+    tagConds.push(...ofKey);
+    tagsByKey.set(key, ofKey);
   }
-  return { base: conds, tags: tagConds, ginTerms };
+  return { base: conds, tags: tagConds, ginTerms, tagsByKey };
+}
+
+/**
+ * `since`, `until` and the `before_id` cursor as conditions on the given created_at and id
+ * columns (of `events`, or of an index table that copies them).
+ */
+function createdAtBounds(f: Pick<NostrFilter, 'since' | 'until' | 'before_id'>, createdAt: string, id: string): SqlFragment[] {
+  const out: SqlFragment[] = [];
+  if (f.since !== undefined) out.push({ strings: [`${createdAt} >= to_timestamp(`, ')'], values: [f.since] });
+  if (f.until !== undefined && f.before_id === undefined) out.push({ strings: [`${createdAt} <= to_timestamp(`, ')'], values: [f.until] });
+  if (f.until !== undefined && f.before_id !== undefined) {
+    // Composite cursor for `created_at DESC, id ASC`: strictly after (until, before_id).
+    out.push({
+      strings: [`(${createdAt} < to_timestamp(`, `) or (${createdAt} = to_timestamp(`, `) and ${id} > decode(`, ", 'hex')))"],
+      values: [f.until, f.until, f.before_id],
+    });
+  }
+  return out;
+}
+
+/** Tag names event_tags holds (migration 0018): one ASCII letter, but not `e` (event_refs) or `h` (the channel column). */
+function isIndexedTagName(key: string): boolean {
+  return /^[A-Za-z]$/.test(key) && key !== 'e' && key !== 'h';
+}
+/** The longest value (UTF-8 bytes) event_tags holds; a longer one is read through the GIN index. */
+export const INDEXED_TAG_VALUE_MAX_BYTES = 256;
+/** The most values of one tag a page walks in event_tags, one walk each; more go through the GIN index. */
+const MAX_WALKED_TAG_VALUES = 32;
+
+/**
+ * The tag a page without an offset walks in event_tags (tagIndexWalk), or undefined when it
+ * keeps the other forms: the first tag of the filter that the table holds for every value given,
+ * when the filter names no authors and no ids. Those two are usually narrower than any tag, and
+ * their own index walk (tagWalk) reads fewer rows than every row of a common tag value would.
+ */
+export function tagIndexKey(f: NostrFilter): string | undefined {
+  if (f.ids !== undefined || f.authors !== undefined) return undefined;
+  return Object.keys(f.tags).find((key) => {
+    const values = f.tags[key];
+    return (
+      isIndexedTagName(key) &&
+      values.length > 0 &&
+      values.length <= MAX_WALKED_TAG_VALUES &&
+      values.every((v) => Buffer.byteLength(v, 'utf8') <= INDEXED_TAG_VALUE_MAX_BYTES)
+    );
+  });
 }
 
 /** Whether a tag filter other than `#e` is prefiltered on the GIN index: all but a channel-scoped `#h`. */

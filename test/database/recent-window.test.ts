@@ -92,9 +92,12 @@ describe('history page: the recent window first', () => {
     ['kinds', filter({}), 100, 2],
     ['author', filter({ authors: [author] }), 10, 1],
     ['author', filter({ authors: [author] }), 30, 2],
-    ['#t (walk, then GIN)', filter({ tags: { t: ['x'] } }), 10, 1],
-    ['#t (walk, then GIN)', filter({ tags: { t: ['x'] } }), 13, 2],
-    ['#t (walk, then GIN)', filter({ tags: { t: ['x'] } }), 100, 2],
+    ['#t (event_tags)', filter({ tags: { t: ['x'] } }), 10, 1],
+    ['#t (event_tags)', filter({ tags: { t: ['x'] } }), 13, 2],
+    ['#t (event_tags)', filter({ tags: { t: ['x'] } }), 100, 2],
+    ['#t and author (walk, then GIN)', filter({ authors: [author], tags: { t: ['x'] } }), 10, 1],
+    ['#t and author (walk, then GIN)', filter({ authors: [author], tags: { t: ['x'] } }), 13, 2],
+    ['#t and author (walk, then GIN)', filter({ authors: [author], tags: { t: ['x'] } }), 100, 2],
   ])('%s (%j), limit %i: the plain query\'s page, in %i statement(s)', async (_name, f, limit, statements) => {
     const page = await read(f, limit);
     const want = await expected(f, limit);
@@ -108,6 +111,7 @@ describe('history page: the recent window first', () => {
   it.each([
     ['kinds', filter({}), 0],
     ['#t', filter({ tags: { t: ['x'] } }), 0],
+    ['#t and author', filter({ authors: [author], tags: { t: ['x'] } }), 0],
     ['#t with an offset', filter({ tags: { t: ['x'] } }), 5],
     ['two kinds', filter({ kinds: [1, 7] }), 0],
   ])('%s: every statement is marked GENERIC_PLAN exactly when allStatementsGeneric says so', async (_name, f, offset) => {
@@ -128,6 +132,7 @@ describe('history page: the recent window first', () => {
     ['since above the floor', filter({ since: FLOOR + 600 }), 50],
     ['until below the floor', filter({ until: FLOOR - 1 }), 50],
     ['until below the floor, tag', filter({ until: FLOOR - 1, tags: { t: ['x'] } }), 50],
+    ['until below the floor, tag and author', filter({ until: FLOOR - 1, authors: [author], tags: { t: ['x'] } }), 50],
   ])('%s: one statement, with no floor of its own', async (_name, f, limit) => {
     const page = await read(f, limit);
     expect(page.ids).toEqual(await expected(f, limit));
@@ -153,7 +158,8 @@ describe('history page: the recent window first', () => {
 
   it.each([
     ['kinds', filter({})],
-    ['#t (walk, then GIN)', filter({ tags: { t: ['x'] } })],
+    ['#t (event_tags)', filter({ tags: { t: ['x'] } })],
+    ['#t and author (walk, then GIN)', filter({ authors: [author], tags: { t: ['x'] } })],
   ])('%s: the window statement sets up no partition older than the floor, the full one does', async (_name, f) => {
     const page = await read(f, 100);
     expect(page.statements).toHaveLength(2);
