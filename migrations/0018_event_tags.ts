@@ -23,6 +23,9 @@ import { Kysely, sql } from 'kysely';
  *
  * Nothing here tracks deletion or moderation: reads check the joined `events` row, as for
  * event_refs. No foreign key: nothing may reference the partitioned `events`.
+ *
+ * Upgrading: the backfill copies the tags of every stored event while event writes go on (see
+ * `up`); pods still on the previous version do not read the table and need nothing from it.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
@@ -48,11 +51,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     AS $index$
     BEGIN
       INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
-      ${indexedTagRows('new_rows')}
+      ${indexedTagRows('new_rows', 'true')}
       ON CONFLICT DO NOTHING;
       RETURN NULL;
     END
     $index$
+  `.execute(db);
+  // The backfill runs before the trigger exists, so event writes go on meanwhile: CREATE TRIGGER
+  // locks them out until the migrations commit. Events committed while it ran are then picked up
+  // from the recent rows alone. Ingest refuses a created_at more than 900 s from its clock, so
+  // everything it stored since the migrations' transaction began (`now()`) has a created_at
+  // later than an hour before that.
+  await sql`
+    INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
+    ${indexedTagRows('events', 'true')}
+    ON CONFLICT DO NOTHING
   `.execute(db);
   await sql`
     CREATE TRIGGER events_index_tags
@@ -62,7 +75,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   `.execute(db);
   await sql`
     INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
-    ${indexedTagRows('events')}
+    ${indexedTagRows('events', "n.created_at >= now() - interval '1 hour'")}
     ON CONFLICT DO NOTHING
   `.execute(db);
 }
@@ -74,10 +87,11 @@ export async function down(db: Kysely<any>): Promise<void> {
 }
 
 /**
- * The index rows of every event in `source` (a relation with the `events` columns). A pair an event
- * carries twice gives two rows; the inserts' ON CONFLICT DO NOTHING keeps one.
+ * The index rows of the events in `source` (a relation with the `events` columns, aliased `n`)
+ * that pass `where`. A pair an event carries twice gives two rows; the inserts' ON CONFLICT DO
+ * NOTHING keeps one.
  */
-function indexedTagRows(source: string) {
+function indexedTagRows(source: string, where: string) {
   return sql.raw(`
       SELECT n.community_id, t.tag->>0, t.tag->>1, n.created_at, n.id, n.kind
         FROM ${source} n
@@ -86,5 +100,6 @@ function indexedTagRows(source: string) {
          AND (t.tag->>0) ~ '^[A-Za-z]$'
          AND (t.tag->>0) NOT IN ('e', 'h')
          AND jsonb_typeof(t.tag->1) = 'string'
-         AND octet_length(t.tag->>1) <= 256`);
+         AND octet_length(t.tag->>1) <= 256
+         AND ${where}`);
 }

@@ -12,6 +12,7 @@ import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository, INDEXED_TAG_VALUE_MAX_BYTES, tagIndexKey } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import * as eventTags from '../../migrations/0018_event_tags.js';
+import { eventually } from '../harness/eventually.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;
@@ -23,7 +24,8 @@ const refId = randomBytes(32).toString('hex');
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  pool = new Pool({ connectionString: db.writerUrl, max: 2 });
+  // Four: the migration test holds one connection in an open insert while the migration and its poll use others.
+  pool = new Pool({ connectionString: db.writerUrl, max: 4 });
   pool.on('error', () => undefined);
   kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   for (const id of [communityId, otherCommunityId]) await pool.query(`insert into communities (id, host) values ($1, $2)`, [id, `tags-${id}.test`]);
@@ -122,6 +124,33 @@ describe('event_tags: the migration', () => {
     expect(rows).toEqual([{ t: null }]);
     await eventTags.up(kysely);
     expect(await all()).toEqual(before);
+  });
+
+  it('indexes an event committed after its backfill read the table and before the trigger existed', async () => {
+    await eventTags.down(kysely);
+    // An insert in flight when the migration starts: the backfill cannot see it, the trigger is
+    // not there yet, and CREATE TRIGGER waits for it to commit.
+    const writer = await pool.connect();
+    try {
+      await writer.query('begin');
+      const id = (++serial).toString(16).padStart(64, '0');
+      await writer.query(
+        `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
+         values ($1, decode($2, 'hex'), $3, date_trunc('second', now()), 1, '[["t","in-flight"]]', '', $4)`,
+        [communityId, id, randomBytes(32), randomBytes(64)],
+      );
+      const migrating = eventTags.up(kysely);
+      await eventually('CREATE TRIGGER waiting for the open insert', async () => {
+        const { rows } = await pool.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%CREATE TRIGGER events_index_tags%'`);
+        return rows.length > 0;
+      });
+      expect(await indexOf(id)).toEqual([]);
+      await writer.query('commit');
+      await migrating;
+      expect(await indexOf(id)).toEqual(['t=in-flight']);
+    } finally {
+      writer.release();
+    }
   });
 });
 

@@ -51,13 +51,7 @@ export async function metric(pod: RelayProcess, name: string, labels: Record<str
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
-export async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { eventually } from '../harness/eventually.js';
 
 
 /** `POST /query` presence synthesis (kinds exactly [20001]) as `reader`; fails unless 200. */
