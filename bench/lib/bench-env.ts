@@ -8,7 +8,7 @@
  * without code changes, e.g. `BUZZ_DB_POOL_SIZE=40 node dist/bench/ingest.bench.js`.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
@@ -127,8 +127,14 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  // BENCH_RELAY_OUTPUT=<file> also writes everything the relay prints there (`--trace-gc` lines, logs).
+  const copy = process.env.BENCH_RELAY_OUTPUT ? createWriteStream(process.env.BENCH_RELAY_OUTPUT) : undefined;
+  const collect = (d: Buffer) => {
+    out += d.toString();
+    copy?.write(d);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
