@@ -62,28 +62,29 @@ export async function up(db: Kysely<any>): Promise<void> {
   // from the recent rows alone. Ingest refuses a created_at more than 900 s from its clock, so
   // everything it stored since the migrations' transaction began (`now()`) has a created_at
   // later than an hour before that.
-  await sql`
-    INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
-    ${indexedTagRows('events', 'true')}
-    ON CONFLICT DO NOTHING
-  `.execute(db);
+  await copyStoredTags(db, 'true');
   await sql`
     CREATE TRIGGER events_index_tags
       AFTER INSERT ON events
       REFERENCING NEW TABLE AS new_rows
       FOR EACH STATEMENT EXECUTE FUNCTION events_index_tags()
   `.execute(db);
-  await sql`
-    INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
-    ${indexedTagRows('events', "n.created_at >= now() - interval '1 hour'")}
-    ON CONFLICT DO NOTHING
-  `.execute(db);
+  await copyStoredTags(db, "n.created_at >= now() - interval '1 hour'");
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`DROP TRIGGER events_index_tags ON events`.execute(db);
   await sql`DROP FUNCTION events_index_tags()`.execute(db);
   await sql`DROP TABLE event_tags`.execute(db);
+}
+
+/** Adds the index rows of the stored events that pass `where` (over `events n`). */
+async function copyStoredTags(db: Kysely<any>, where: string): Promise<void> {
+  await sql`
+    INSERT INTO event_tags (community_id, name, value, event_created_at, event_id, event_kind)
+    ${indexedTagRows('events', where)}
+    ON CONFLICT DO NOTHING
+  `.execute(db);
 }
 
 /**
