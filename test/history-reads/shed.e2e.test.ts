@@ -31,7 +31,8 @@ beforeAll(async () => {
     READ_DATABASE_URL: db.readerUrl,
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     BUZZ_DB_READ_POOL_SIZE: '1',
-    BUZZ_REPLICA_READ_MAX_AGE_MS: '2000',
+    // Generous: a heartbeat delayed by a loaded machine must not send the holding read to the writer.
+    BUZZ_REPLICA_READ_MAX_AGE_MS: '10000',
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000000',
     BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '1000000',
   });
@@ -63,10 +64,17 @@ function sample(text: string, name: string, ...must: string[]): number {
 
 const post = (path: string, body: unknown) => httpRequest(`${relay.httpUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
 
-/** Holds the reader busy (see the header) for the duration of fn; `c` sends the holding REQ. */
-async function withBusyReader<T>(c: RawClient, fn: () => Promise<T>): Promise<T> {
+/**
+ * Holds the reader busy (see the header) for the duration of fn. The holding REQ comes from an
+ * identity that has written nothing: a reader's own recent write may send its bounded read to the
+ * writer (read-your-writes) until the fence proves a newer heartbeat, and there it would wait on
+ * the test's lock instead of holding the reader.
+ */
+async function withBusyReader<T>(fn: () => Promise<T>): Promise<T> {
+  const holder = await RawClient.authed(relay.wsUrl, newIdentity());
   await locker.query('begin');
   await locker.query('lock table events in access exclusive mode');
+  let failure: Error | undefined;
   try {
     // The standby replays the lock with the next WAL flush (the fence probe commits every 500 ms).
     await waitUntil('lock replayed on the standby', async () => {
@@ -80,19 +88,27 @@ async function withBusyReader<T>(c: RawClient, fn: () => Promise<T>): Promise<T>
       }
     });
     // The first history read takes the only permit and the only reader connection, and waits.
-    c.send(['REQ', 'holder', { kinds: [1] }]);
+    holder.send(['REQ', 'holder', { kinds: [1] }]);
     await waitUntil('relay replica read waiting on the lock', async () => {
       const { rows } = await replica.query(`select 1 from pg_stat_activity where application_name = 'buzz-relay-reader' and wait_event_type = 'Lock'`);
       return rows.length === 1;
     });
     return await fn();
+  } catch (err) {
+    failure = err as Error;
+    throw err;
   } finally {
     await locker.query('rollback');
     // The held read completes once the lock is gone.
-    const end = await c.waitFor((f) => f[1] === 'holder' && (f[0] === 'EOSE' || f[0] === 'CLOSED'));
-    // The relay's warnings say why, when it is not EOSE.
-    if (end[0] !== 'EOSE') throw new Error(`holder ended with ${JSON.stringify(end)}; relay output:\n${relay.output().slice(-6000)}`);
-    c.send(['CLOSE', 'holder']);
+    const end = await holder.waitFor((f) => f[1] === 'holder' && (f[0] === 'EOSE' || f[0] === 'CLOSED'));
+    holder.close();
+    // When it is not EOSE: the first failure, where the reads went, and the relay's warnings.
+    if (end[0] !== 'EOSE') {
+      const routes = (await metrics()).split('\n').filter((l) => l.startsWith('buzz_db_route_decision{') && l.includes('req_historical'));
+      throw new Error(
+        `holder ended with ${JSON.stringify(end)}${failure ? ` after: ${failure.message}` : ''}\n${routes.join('\n')}\nrelay output:\n${relay.output().slice(-6000)}`,
+      );
+    }
   }
 }
 
@@ -112,7 +128,7 @@ it('sheds history reads on a busy reader with the retryable answers; writer-only
   expect((await post('/query', [{ kinds: [1] }])).status).toBe(200);
   expect((await post('/count', [{ kinds: [1] }])).status).toBe(200);
 
-  await withBusyReader(c, async () => {
+  await withBusyReader(async () => {
     const before = await metrics();
     const shedReq = await timed(() => c.req('shed', { kinds: [1] }));
     expect(shedReq.value.end).toEqual(['CLOSED', 'shed', 'error: database error']);
@@ -176,7 +192,7 @@ it('shed_history_read_maps_to_503_on_every_bridge_branch', async () => {
   };
   const ok = Object.fromEntries(Object.keys(branches).map((k) => [k, [200, 'ok']]));
   expect(await statuses()).toEqual(ok);
-  const shed = await withBusyReader(c, statuses);
+  const shed = await withBusyReader(statuses);
   expect(shed).toEqual(Object.fromEntries(Object.keys(branches).map((k) => [k, [503, { error: 'database unavailable' }]])));
   expect(await statuses()).toEqual(ok);
   c.close();
