@@ -33,7 +33,8 @@ describe('hasValueIndependentPlan', () => {
 describe('allStatementsGeneric (the proved reader transaction then plans generically)', () => {
   it.each([
     ['one kind', accessible, f({ kinds: [1] }), 0, true],
-    ['a tag page: the walk and its GIN fallback', accessible, f({ kinds: [1], tags: { t: ['rare'] } }), 0, true],
+    ['a tag page: the event_tags walk', accessible, f({ kinds: [1], tags: { t: ['rare'] } }), 0, true],
+    ['a tag page with an author: the walk and its GIN fallback', accessible, f({ kinds: [1], authors: [pk], tags: { t: ['rare'] } }), 0, true],
     ['one pinned channel, #h', pinned, f({ kinds: [9], tags: { h: ['x'] } }), 0, true],
     ['a tag page with an offset (left to the planner)', accessible, f({ kinds: [1], tags: { t: ['rare'] } }), 20, false],
     ['#e (event_refs, unmarked)', accessible, f({ kinds: [7], tags: { e: [pk] } }), 0, false],

@@ -66,7 +66,7 @@ export class EventReadRepository {
       // Qualified ORDER BY: a bare `created_at` would name the epoch output column and defeat
       // every (…, created_at DESC, id) index with a full sort.
       const bounds = `limit ${checkedBound(limit)}${offset > 0 ? ` offset ${checkedBound(offset)}` : ''}`;
-      const where = joinFragments([...windowed.base, ...windowed.tags], ' and ');
+      const where = joinFragments([...windowed.base, ...tagConditions(windowed)], ' and ');
       statement = compileSql(joinFragments([sqlText(`${plan}select ${EVENT_COLUMN_LIST_TAGS_TEXT} from events e where `), where, sqlText(` ${PAGE_ORDER} ${bounds}`)], ''));
     }
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
@@ -142,7 +142,6 @@ function tagIndexWalk(scope: ReadScope, f: NostrFilter, key: string, parts: Filt
   if (f.kinds) onIndex.push(f.kinds.length === 1 ? frag`tg.event_kind = ${f.kinds[0]}::int` : frag`tg.event_kind = any(${f.kinds}::int[])`);
   onIndex.push(...createdAtBounds(f, 'tg.event_created_at', 'tg.event_id'));
   if (floor !== undefined) onIndex.push(...createdAtBounds({ since: floor }, 'tg.event_created_at', 'tg.event_id'));
-  const others = [...parts.tagsByKey].flatMap(([k, conds]) => (k === key ? [] : conds));
   const walkOrder = 'order by tg.event_created_at desc, tg.event_id asc';
   return compileSql(
     joinFragments(
@@ -152,7 +151,7 @@ function tagIndexWalk(scope: ReadScope, f: NostrFilter, key: string, parts: Filt
         sqlText(') as v(value) cross join lateral (select x.* from (select tg.event_created_at, tg.event_id from event_tags tg where '),
         joinFragments(onIndex, ' and '),
         sqlText(` ${walkOrder}) tg cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = tg.event_created_at and e.id = tg.event_id and `),
-        joinFragments([...parts.base, ...others], ' and '),
+        joinFragments([...parts.base, ...tagConditions(parts, key)], ' and '),
         sqlText(` offset 0) x ${walkOrder} limit ${page}) x) e ${PAGE_ORDER} limit ${page}`),
       ],
       '',
@@ -180,7 +179,7 @@ function tagIndexWalk(scope: ReadScope, f: NostrFilter, key: string, parts: Filt
  */
 function walkThenGin(parts: FilterConditions, limit: number): { text: string; params: unknown[] } {
   const base = joinFragments(parts.base, ' and ');
-  const tags = joinFragments(parts.tags, ' and ');
+  const tags = joinFragments(tagConditions(parts), ' and ');
   const walk = walkBudget(limit);
   const page = checkedBound(limit);
   return compileSql(
@@ -218,7 +217,7 @@ function tagWalk(parts: FilterConditions, limit: number, columns: string): SqlFr
       sqlText(`select ${columns} from (select ${RAW_COLUMNS} from events e where `),
       joinFragments(parts.base, ' and '),
       sqlText(` ${PAGE_ORDER} limit ${walkBudget(limit)}) e where `),
-      joinFragments(parts.tags, ' and '),
+      joinFragments(tagConditions(parts), ' and '),
       sqlText(` ${PAGE_ORDER} limit ${checkedBound(limit)}`),
     ],
     '',
@@ -290,18 +289,22 @@ function hasETags(filter: NostrFilter): boolean {
  */
 export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): SqlFragment[] {
   const parts = filterConditions(scope, f, eTags);
-  return parts ? [...parts.base, ...parts.tags] : [frag`false`];
+  return parts ? [...parts.base, ...tagConditions(parts)] : [frag`false`];
 }
 
 /** whereFilter's conditions, the tag conditions apart. */
 interface FilterConditions {
   /** The community first, then the rest of the non-tag conditions. */
   base: SqlFragment[];
-  tags: SqlFragment[];
-  /** The `tags @> any(…)` probes among `tags`: the conditions the GIN index can answer. */
+  /** The `tags @> any(…)` probes among the tag conditions: the ones the GIN index can answer. */
   ginTerms: SqlFragment[];
-  /** `tags` by tag name: each name's GIN probe (when it has one) and positional re-check. */
+  /** The tag conditions by tag name: each name's GIN probe (when it has one) and positional re-check. */
   tagsByKey: ReadonlyMap<string, SqlFragment[]>;
+}
+
+/** Every tag condition of `parts`, but those of the tag `except`. */
+function tagConditions(parts: FilterConditions, except?: string): SqlFragment[] {
+  return [...parts.tagsByKey].flatMap(([key, conds]) => (key === except ? [] : conds));
 }
 
 /** How far back (seconds) the first statement of a history page reads: see recentFloor. */
@@ -338,7 +341,6 @@ const RAW_COLUMNS = 'e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.
 /** undefined when the filter matches nothing (an empty tag value list). */
 function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): FilterConditions | undefined {
   const conds: SqlFragment[] = [frag`community_id = ${scope.communityId}::uuid`, frag`deleted_at is null`];
-  const tagConds: SqlFragment[] = [];
   const ginTerms: SqlFragment[] = [];
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
   conds.push(scopeFragment(scope, 'channel_id'));
@@ -366,10 +368,9 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
     ofKey.push(frag`exists (select 1 from jsonb_array_elements(tags) t where t->>0 = ${key} and t->>1 = any(${values}::text[]))`);
-    tagConds.push(...ofKey);
     tagsByKey.set(key, ofKey);
   }
-  return { base: conds, tags: tagConds, ginTerms, tagsByKey };
+  return { base: conds, ginTerms, tagsByKey };
 }
 
 /**
@@ -442,7 +443,7 @@ export function hasValueIndependentPlan(scope: ReadScope, f: NostrFilter): boole
 /**
  * Whether every statement EventReadRepository.query runs for this page carries the GENERIC_PLAN
  * mark: a plain page whose plan cannot depend on the values, or a tag page without an offset
- * (its walk and its GIN fallback are always marked). `#e` pages are not marked.
+ * (the event_tags walk, the tag walk and its GIN fallback are always marked). `#e` pages are not.
  */
 export function allStatementsGeneric(scope: ReadScope, f: NostrFilter, offset: number): boolean {
   if (hasETags(f)) return false;
