@@ -15,6 +15,7 @@ import {
   PROBE_STATEMENT_TIMEOUT_MS,
 } from '../replica-fence/replica-fence.constants.js';
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
+import { CallbackQueryClient } from './callback-query-client.js';
 import { statementCachingClient } from './statement-cache.js';
 
 export const WRITER_POOL_MIN = 2;
@@ -97,6 +98,7 @@ export function createProbePool(writerUrl: string, onError: PoolErrorSink): Pool
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     options: timeouts,
+    Client: CallbackQueryClient,
   });
   return withErrorListener(pool, 'fence_probe', onError);
 }

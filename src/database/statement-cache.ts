@@ -17,6 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Client, ClientConfig, QueryConfig } from 'pg';
+import { CallbackQueryClient } from './callback-query-client.js';
 
 /** A `pg.Client` subclass for the pool's `Client` option. */
 export type ClientClass = new (config?: string | ClientConfig) => Client;
@@ -79,8 +80,8 @@ type PlanMode = 'session_default' | 'force_generic' | 'unknown';
  * A failed switch leaves the mode unknown until the next one.
  */
 export function statementCachingClient(capacity: number): ClientClass {
-  if (capacity <= 0) return Client;
-  return class StatementCachingClient extends Client {
+  if (capacity <= 0) return CallbackQueryClient;
+  return class StatementCachingClient extends CallbackQueryClient {
     readonly [NAMES_STATEMENTS] = true;
     private readonly prepared = new Set<string>();
     private planMode: PlanMode = 'session_default';
