@@ -31,6 +31,8 @@ export interface ReqResult {
   end: 'EOSE' | 'CLOSED';
   reason: string | undefined;
   ms: number;
+  /** When the REQ went out, in ms on the performance.now() clock (for time series of a run). */
+  sentAtMs: number;
 }
 
 type OkWaiter = (ok: boolean, message: string) => void;
@@ -116,11 +118,12 @@ export class BenchConnection {
     return new Promise((resolve, reject) => {
       if (this.closedError) return reject(this.closedError);
       const ids: string[] = [];
+      const sentAtMs = performance.now();
       const sentAt = process.hrtime.bigint();
       this.reqWaiters.set(subId, {
         subId,
         ids,
-        done: (end, reason) => resolve({ ids, end, reason, ms: Number(process.hrtime.bigint() - sentAt) / 1e6 }),
+        done: (end, reason) => resolve({ ids, end, reason, ms: Number(process.hrtime.bigint() - sentAt) / 1e6, sentAtMs }),
         fail: reject,
       });
       this.ws.send(JSON.stringify(['REQ', subId, ...filters]));

@@ -14,3 +14,30 @@ export async function metricSamples(podUrl: string, name: string): Promise<Array
 export async function podMetric(podUrl: string, name: string, label?: string): Promise<number> {
   return (await metricSamples(podUrl, name)).filter(([labels]) => !label || labels.includes(label)).reduce((sum, [, v]) => sum + v, 0);
 }
+
+/** The relay's garbage collections so far (prom-client's default `nodejs_gc_duration_seconds`). */
+export interface GcTotals {
+  minor: number;
+  minorSeconds: number;
+  major: number;
+  majorSeconds: number;
+}
+
+export async function gcTotals(podUrl: string): Promise<GcTotals> {
+  const samples = await metricSamples(podUrl, 'nodejs_gc_duration_seconds_count');
+  const sums = await metricSamples(podUrl, 'nodejs_gc_duration_seconds_sum');
+  const of = (list: Array<[string, number]>, kind: string) => list.find(([labels]) => labels.includes(`kind="${kind}"`))?.[1] ?? 0;
+  return { minor: of(samples, 'minor'), minorSeconds: of(sums, 'minor'), major: of(samples, 'major'), majorSeconds: of(sums, 'major') };
+}
+
+export const NO_GC: GcTotals = { minor: 0, minorSeconds: 0, major: 0, majorSeconds: 0 };
+
+/** a + sign × b, field by field. */
+export function gcCombine(a: GcTotals, b: GcTotals, sign: 1 | -1): GcTotals {
+  return {
+    minor: a.minor + sign * b.minor,
+    minorSeconds: a.minorSeconds + sign * b.minorSeconds,
+    major: a.major + sign * b.major,
+    majorSeconds: a.majorSeconds + sign * b.majorSeconds,
+  };
+}

@@ -2,10 +2,17 @@
  * The same-run baselines: plain `pg` clients, one per simulated connection, each running its own
  * list of jobs strictly one after another (one statement in flight per connection, autocommit).
  * Connections are opened before the clock starts, as the relay's pool is warm too.
+ *
+ * They are the relay's CallbackQueryClient, a `pg.Client` that only changes how the promise form
+ * hands pg its callback. With pg's own promise form, the bench process promoted a large share of
+ * every result set (V8 pretenuring, see database/callback-query-client.ts). Its scavenges took
+ * 13–35 ms, which the baseline's latencies carried, and the garbage it left slowed the relay
+ * runs measured next in the same process.
  */
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
+import { CallbackQueryClient } from '../../src/database/callback-query-client.js';
 import { secondsSince } from './bench-env.js';
 
 export interface SqlRunResult {
@@ -38,7 +45,7 @@ const backendPids = new WeakMap<Client, number>();
 
 /** `n` connected clients (the Postgres server is local: its backends are visible in /proc). */
 export async function connectClients(url: string, n: number): Promise<Client[]> {
-  const clients = Array.from({ length: n }, () => new Client({ connectionString: url }));
+  const clients: Client[] = Array.from({ length: n }, () => new CallbackQueryClient({ connectionString: url }));
   await Promise.all(
     clients.map(async (c) => {
       await c.connect();
