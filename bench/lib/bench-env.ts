@@ -92,17 +92,19 @@ async function createMigratedDatabase(cluster: PgCluster, name: string): Promise
   return writerUrl;
 }
 
-setFlagsFromString('--expose-gc');
-const fullGc = runInNewContext('gc') as () => void;
+let fullGc: (() => void) | undefined;
 
 /**
- * A full collection of the bench process's own heap, right before a timed run. The load generator
- * shares the machine's two cores with the relay and Postgres: right after signing and seeding,
- * its collector marked a heap of signed events on background threads during the first timed run,
- * and that run's client CPU per REQ was about three times the later runs' (whatever shape came
- * first), with the relay's p99 up accordingly.
+ * A full collection of the bench process's own heap, right before a timed run, so that the load
+ * generator's collector has as little as possible to do inside the window: it shares the
+ * machine's two cores with the relay and Postgres, and after signing and seeding (or a SQL
+ * baseline) its heap holds a lot of garbage.
  */
 export function collectGarbage(): void {
+  if (fullGc === undefined) {
+    setFlagsFromString('--expose-gc');
+    fullGc = runInNewContext('gc') as () => void;
+  }
   fullGc();
 }
 

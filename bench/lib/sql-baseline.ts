@@ -6,8 +6,7 @@
  * They are the relay's CallbackQueryClient, a `pg.Client` that only changes how the promise form
  * hands pg its callback. With pg's own promise form, the bench process promoted a large share of
  * every result set (V8 pretenuring, see database/callback-query-client.ts). Its scavenges took
- * 13–35 ms, which the baseline's latencies carried, and the garbage it left slowed the relay
- * runs measured next in the same process.
+ * 13–35 ms, and the baseline's latencies carried them.
  */
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';

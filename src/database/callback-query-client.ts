@@ -5,8 +5,9 @@
  * that settles the returned promise) afterwards. Under load on Node 20 (V8 11.3), that order led
  * V8's allocation-site pretenuring to allocate part of every query's result directly in the old
  * generation: `--trace-pretenuring-statistics` showed three sites whose sampled objects all
- * survived each scavenge. Rows hung off those dead old objects, so every page's rows and strings
- * survived two scavenges and were promoted. With plain `pg`, 32,000 twenty-row queries promoted
+ * survived each scavenge. The rows and strings of every page then survived two scavenges and were
+ * promoted, presumably because dead objects in the old generation still pointed at them (the
+ * sites themselves were not identified). With plain `pg`, 32,000 twenty-row queries promoted
  * 294 MB out of 734 MB allocated: 16 mark-compacts, and scavenges of 10 ms on average instead
  * of 0.6 ms. Passing the callback at construction (what this class does) promoted 2 MB.
  * `--no-allocation-site-pretenuring` promoted 15 MB, and Node refuses it in NODE_OPTIONS. In the relay
