@@ -48,6 +48,16 @@ describe('CallbackQueryClient: call forms', () => {
     expect(arrays.rows).toEqual([[1, 2]]);
   });
 
+  // pg (8.23) copies a config before it stores the callback on it; this class must not undo that.
+  it('leaves a config object as it was, so that it can be run again', async () => {
+    const config = { name: 'again', text: 'select $1::int as n', values: [1] };
+    const first = await client.query(config);
+    expect(config).toEqual({ name: 'again', text: 'select $1::int as n', values: [1] });
+    config.values = [2];
+    const second = await client.query(config);
+    expect([first.rows, second.rows]).toEqual([[{ n: 1 }], [{ n: 2 }]]);
+  });
+
   it("rejects with pg's error, its stack leading back to the caller", async () => {
     const failing = async function awaitingCaller() {
       await client.query('select * from no_such_table_here');
