@@ -1,13 +1,22 @@
 /** Reading a running relay's /metrics from a bench (the pod's ws:// URL names its HTTP port too). */
 
-/** Every sample of one metric family: [labels text (may be ''), value]. */
-export async function metricSamples(podUrl: string, name: string): Promise<Array<[string, number]>> {
+/** The pod's whole /metrics text ('' when it does not answer). */
+async function metricsText(podUrl: string): Promise<string> {
   const res = await fetch(`${podUrl.replace(/^ws/, 'http')}/metrics`).catch(() => undefined);
-  if (!res?.ok) return [];
-  return (await res.text())
+  return res?.ok ? res.text() : '';
+}
+
+/** Every sample of one metric family in a /metrics text: [labels text (may be ''), value]. */
+function samplesIn(text: string, name: string): Array<[string, number]> {
+  return text
     .split('\n')
     .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
     .map((l): [string, number] => [l.slice(name.length, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]);
+}
+
+/** Every sample of one metric family: [labels text (may be ''), value]. */
+export async function metricSamples(podUrl: string, name: string): Promise<Array<[string, number]>> {
+  return samplesIn(await metricsText(podUrl), name);
 }
 
 /** Sum of a family's samples whose labels contain `label` (e.g. `outcome="delivered"`), or all of them. */
@@ -24,8 +33,9 @@ export interface GcTotals {
 }
 
 export async function gcTotals(podUrl: string): Promise<GcTotals> {
-  const samples = await metricSamples(podUrl, 'nodejs_gc_duration_seconds_count');
-  const sums = await metricSamples(podUrl, 'nodejs_gc_duration_seconds_sum');
+  const text = await metricsText(podUrl); // one scrape for both families
+  const samples = samplesIn(text, 'nodejs_gc_duration_seconds_count');
+  const sums = samplesIn(text, 'nodejs_gc_duration_seconds_sum');
   const of = (list: Array<[string, number]>, kind: string) => list.find(([labels]) => labels.includes(`kind="${kind}"`))?.[1] ?? 0;
   return { minor: of(samples, 'minor'), minorSeconds: of(sums, 'minor'), major: of(samples, 'major'), majorSeconds: of(sums, 'major') };
 }
