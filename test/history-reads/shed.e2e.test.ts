@@ -192,6 +192,17 @@ it('shed_history_read_maps_to_503_on_every_bridge_branch', async () => {
   };
   const ok = Object.fromEntries(Object.keys(branches).map((k) => [k, [200, 'ok']]));
   expect(await statuses()).toEqual(ok);
+  // Alice has just written: until the fence proves a heartbeat newer than her writes, her reads
+  // go to the writer (read-your-writes), where they would wait on the test's lock until the
+  // writer's lock_timeout (55P03, a 500 by the spec's mapping) instead of being shed. A CI run
+  // failed that way. So wait until a round of her branches is all served by the replica.
+  await waitUntil('alice read from the replica again', async () => {
+    const before = await metrics();
+    await statuses();
+    const after = await metrics();
+    const d = (...must: string[]) => sample(after, 'buzz_db_route_decision', ...must) - sample(before, 'buzz_db_route_decision', ...must);
+    return d('decision="writer"') === 0 && d('decision="replica"') > 0;
+  });
   const shed = await withBusyReader(statuses);
   expect(shed).toEqual(Object.fromEntries(Object.keys(branches).map((k) => [k, [503, { error: 'database unavailable' }]])));
   expect(await statuses()).toEqual(ok);
