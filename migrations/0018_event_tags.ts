@@ -92,7 +92,7 @@ async function copyStoredTags(db: Kysely<any>, where: string): Promise<void> {
  * that pass `where`. A pair an event carries twice gives two rows; the inserts' ON CONFLICT DO
  * NOTHING keeps one.
  */
-function indexedTagRows(source: string, where: string) {
+export function indexedTagRows(source: string, where: string) {
   return sql.raw(`
       SELECT n.community_id, t.tag->>0, t.tag->>1, n.created_at, n.id, n.kind
         FROM ${source} n

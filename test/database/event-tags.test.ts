@@ -3,7 +3,9 @@
  * row inserted into `events`, by any statement, gets exactly the index rows of the rule: one per
  * distinct (letter, value) of its tags, the letter ASCII and neither `e` nor `h`, the value at most
  * 256 UTF-8 bytes. The migration's backfill gives the same rows, and pages walking the index still
- * answer for their own community and live rows only.
+ * answer for their own community and live rows only. A deleted event loses its rows (migration
+ * 0019), by any update that deletes it, and that migration removes the rows of events deleted
+ * before it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -12,6 +14,8 @@ import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository, INDEXED_TAG_VALUE_MAX_BYTES, tagIndexKey } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import * as eventTags from '../../migrations/0018_event_tags.js';
+import * as pruneTags from '../../migrations/0019_event_tags_prune.js';
+import { EventWriteRepository } from '../../src/events/event-write.repository.js';
 import { eventually } from '../harness/eventually.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
@@ -150,6 +154,46 @@ describe('event_tags: the migration', () => {
       expect(await indexOf(id)).toEqual(['t=in-flight']);
     } finally {
       writer.release();
+    }
+  });
+});
+
+describe('event_tags: deleted events (migration 0019)', () => {
+  it('lose their index rows by any update that deletes them; other updates and other events keep theirs', async () => {
+    const [gone, kept, edited] = await insert([[['t', 'pruned'], ['p', 'x']], [['t', 'pruned']], [['t', 'pruned']]]);
+    await pool.query(`update events set deleted_at = now() where id = decode($1, 'hex')`, [gone]);
+    await pool.query(`update events set content = 'edited' where id = decode($1, 'hex')`, [edited]);
+    expect(await Promise.all([gone, kept, edited].map(indexOf))).toEqual([[], ['t=pruned'], ['t=pruned']]);
+  });
+
+  it('lose them when a replaceable version is superseded through the write repository', async () => {
+    const pubkey = randomBytes(32);
+    const ids = [++serial, ++serial].map((n) => n.toString(16).padStart(64, '0'));
+    await pool.query(
+      `insert into events (community_id, id, pubkey, created_at, kind, d_tag, tags, content, sig)
+       select $1, decode(u.id, 'hex'), $2, date_trunc('second', now()) - make_interval(secs => u.age), 39002, 'group', $3, '', $4
+         from unnest($5::text[], $6::int[]) as u(id, age)`,
+      [communityId, pubkey, JSON.stringify([['d', 'group'], ['p', 'member']]), randomBytes(64), ids, [10, 0]],
+    );
+    const [older, newer] = ids;
+    await new EventWriteRepository().supersedeVersions(kysely, communityId, pubkey.toString('hex'), 39002, 'group', newer);
+    expect(await indexOf(older)).toEqual([]);
+    expect(await indexOf(newer)).toEqual(['d=group', 'p=member']);
+  });
+
+  it('deleted before the migration lose their rows to it; until then pages skip them', async () => {
+    await pruneTags.down(kysely);
+    try {
+      const [stale, live] = await insert([[['t', 'stale']], [['t', 'stale']]]);
+      await pool.query(`update events set deleted_at = now() where id = decode($1, 'hex')`, [stale]);
+      expect(await indexOf(stale)).toEqual(['t=stale']);
+      const page = await new EventReadRepository().query(kysely, communityWide(communityId), { tags: { t: ['stale'] }, extensions: {}, kinds: [1] }, 20);
+      expect(page.map((e) => e.id)).toEqual([live]);
+      await pruneTags.up(kysely);
+      expect(await Promise.all([stale, live].map(indexOf))).toEqual([[], ['t=stale']]);
+    } finally {
+      const { rows } = await pool.query(`select 1 from pg_trigger where tgname = 'events_prune_tags'`);
+      if (rows.length === 0) await pruneTags.up(kysely);
     }
   });
 });
