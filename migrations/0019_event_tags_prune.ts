@@ -6,8 +6,8 @@ import { indexedTagRows } from './0018_event_tags.js';
  * version of a replaceable or addressable event, a moderation removal or a deleted channel sets
  * `events.deleted_at`, and nothing clears it. Until now the index rows of such events stayed, and a
  * tag walk read them and dropped them at the join. Replaced versions pile up under the same values:
- * a group's member list (kind 39002) republished on every join kept one `p` entry per member per
- * version, so a `#p` page walked every old list before it found the live one.
+ * the member list of a group (kind 39002), signed again on every membership change, kept one `p`
+ * entry per member per version, so a `#p` page walked every old list before it found the live one.
  *
  * A statement-level trigger reads the updated rows (a transition table, as the insert trigger of
  * 0018 does) and deletes the index rows of those that are deleted, by the index's own key. Any
@@ -18,17 +18,26 @@ import { indexedTagRows } from './0018_event_tags.js';
  * rows; reads skip them as before.
  */
 export async function up(db: Kysely<any>): Promise<void> {
+  // One pass over the table, joined to the deleted events by event: no tag expansion here.
   await sql`
-    DELETE FROM event_tags tg USING (${indexedTagRows('events', 'n.deleted_at IS NOT NULL')}) AS ${deletedRows}
-     WHERE ${sameIndexRow}
+    DELETE FROM event_tags tg USING events n
+     WHERE n.deleted_at IS NOT NULL
+       AND tg.community_id = n.community_id AND tg.event_created_at = n.created_at AND tg.event_id = n.id
   `.execute(db);
+  // Per statement: the deleted rows' own entries, each by the whole key of event_tags_walk. The
+  // fence keeps the join on all five columns: joined on the event alone, the planner may pair
+  // every entry of an event with every one of its tags (quadratic in the tags of the event).
   await sql`
     CREATE FUNCTION events_prune_tags() RETURNS trigger
     LANGUAGE plpgsql
     AS $prune$
     BEGIN
-      DELETE FROM event_tags tg USING (${indexedTagRows('new_rows', 'n.deleted_at IS NOT NULL')}) AS ${deletedRows}
-       WHERE ${sameIndexRow};
+      WITH d(community_id, name, value, event_created_at, event_id, event_kind) AS MATERIALIZED (
+        ${indexedTagRows('new_rows', 'n.deleted_at IS NOT NULL')}
+      )
+      DELETE FROM event_tags tg USING d
+       WHERE tg.community_id = d.community_id AND tg.name = d.name AND tg.value = d.value
+         AND tg.event_created_at = d.event_created_at AND tg.event_id = d.event_id;
       RETURN NULL;
     END
     $prune$
@@ -46,11 +55,3 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`DROP TRIGGER events_prune_tags ON events`.execute(db);
   await sql`DROP FUNCTION events_prune_tags()`.execute(db);
 }
-
-/** indexedTagRows' columns, named as in event_tags. */
-const deletedRows = sql.raw('d(community_id, name, value, event_created_at, event_id, event_kind)');
-
-/** An index row (`tg`) of a deleted event (`d`), matched on event_tags_walk's whole key. */
-const sameIndexRow = sql.raw(`
-       tg.community_id = d.community_id AND tg.name = d.name AND tg.value = d.value
-       AND tg.event_created_at = d.event_created_at AND tg.event_id = d.event_id`);
