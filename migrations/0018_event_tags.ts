@@ -21,7 +21,7 @@ import { Kysely, sql } from 'kysely';
  * index. One set-based insert per statement, so a batch of 50 events costs one trigger call.
  * Rows inserted straight into a partition bypass it (nothing in the relay does that).
  *
- * Nothing here tracks deletion or moderation: reads check the joined `events` row, as for
+ * Nothing here tracks deletion (migration 0019 does): reads check the joined `events` row, as for
  * event_refs. No foreign key: nothing may reference the partitioned `events`.
  *
  * Upgrading: the backfill copies the tags of every stored event while event writes go on (see
