@@ -108,14 +108,20 @@ export class BridgeReadsRepository {
     }));
   }
 
-  /** Events that p-tag the reader, newest first; `unanswered` keeps those the reader has not replied or reacted to. */
+  /**
+   * Events that p-tag the reader, newest first; `unanswered` keeps those the reader has not replied
+   * or reacted to since (a live event of theirs, no older than the mention, that `e`-tags it). The
+   * answers are found through event_refs, which holds exactly what `tags @> [["e", <id>]]` matches
+   * for a hex id: a primary-key range per mention instead of a GIN probe and its pending list.
+   */
   async mentions(db: Kysely<DB>, scope: ReadScope, reader: string, since: number | undefined, limit: number, unanswered: boolean): Promise<NostrEvent[]> {
     const sinceSql = since !== undefined ? sql`and m.event_created_at >= to_timestamp(${since})` : sql``;
     const open = unanswered
       ? sql`and not exists (
-              select 1 from events a
-               where a.community_id = e.community_id and a.pubkey = decode(${reader}, 'hex') and a.deleted_at is null
-                 and a.created_at >= e.created_at and a.tags @> jsonb_build_array(jsonb_build_array('e', encode(e.id, 'hex'))))`
+              select 1 from event_refs r
+                join events a on a.community_id = r.community_id and a.created_at = r.event_created_at and a.id = r.event_id
+               where r.community_id = e.community_id and r.ref_id = e.id and r.event_created_at >= e.created_at
+                 and a.pubkey = decode(${reader}, 'hex') and a.deleted_at is null)`
       : sql``;
     const { rows } = await sql<EventRow>`
       select ${EVENT_COLUMNS} from event_mentions m

@@ -197,8 +197,19 @@ describe('threads, reactions and the bridge branches', () => {
     expect(mentions.map((e) => e.id).sort()).toEqual(replies.map((r) => r.id).sort());
     const answer = msg(alice, openChannel, 'answering reply 0', [['e', replies[0].id]]);
     await a.publish(answer);
-    const needs = (await post(alice, '/query', [{ feed_types: ['needs_action'] }])).body as VerifiedEvent[];
-    expect(needs.map((e) => e.id).sort()).toEqual([replies[1].id, replies[2].id].sort());
+    // Each read asks a different limit: a NIP-98 event repeated within the second is a replay.
+    const needsAction = async (limit: number) => {
+      const res = await post(alice, '/query', [{ feed_types: ['needs_action'], limit }]);
+      if (!Array.isArray(res.body)) throw new Error(JSON.stringify(res));
+      return (res.body as VerifiedEvent[]).map((e) => e.id).sort();
+    };
+    expect(await needsAction(10)).toEqual([replies[1].id, replies[2].id].sort());
+    // A deleted answer answers nothing: the mention needs action again.
+    const retracted = msg(alice, openChannel, 'answering reply 1', [['e', replies[1].id]]);
+    await a.publish(retracted);
+    expect(await needsAction(11)).toEqual([replies[2].id]);
+    expect(await a.publish(alice.sign({ kind: 5, tags: [['e', retracted.id]] }))).toEqual([true, '']);
+    expect(await needsAction(12)).toEqual([replies[1].id, replies[2].id].sort());
     const activity = (await post(bob, '/query', [{ feed_types: ['activity'], limit: 5 }])).body as VerifiedEvent[];
     expect(activity.length).toBe(5);
     expect(activity.every((e) => e.tags.some((t) => t[0] === 'h'))).toBe(true);
