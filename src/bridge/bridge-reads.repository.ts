@@ -112,7 +112,8 @@ export class BridgeReadsRepository {
    * Events that p-tag the reader, newest first; `unanswered` keeps those the reader has not replied
    * or reacted to since (a live event of theirs, no older than the mention, that `e`-tags it). The
    * answers are found through event_refs, which holds exactly what `tags @> [["e", <id>]]` matches
-   * for a hex id: a primary-key range per mention instead of a GIN probe and its pending list.
+   * for a hex id: a primary-key range per mention. The containment form was planned as a test of
+   * the reader's events once per mention (docs/benchmarks.md, "The `needs_action` feed").
    */
   async mentions(db: Kysely<DB>, scope: ReadScope, reader: string, since: number | undefined, limit: number, unanswered: boolean): Promise<NostrEvent[]> {
     const sinceSql = since !== undefined ? sql`and m.event_created_at >= to_timestamp(${since})` : sql``;
