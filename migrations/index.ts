@@ -18,7 +18,7 @@ import * as m0015 from './0015_events_created_at_floor_guard.js';
 import * as m0016 from './0016_event_refs.js';
 import * as m0017 from './0017_agent_owners.js';
 import * as m0018 from './0018_event_tags.js';
-import * as m0019 from './0019_event_tags_prune.js';
+import * as m0019 from './0019_prune_deleted_events.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -45,5 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0016_event_refs': m0016,
   '0017_agent_owners': m0017,
   '0018_event_tags': m0018,
-  '0019_event_tags_prune': m0019,
+  '0019_prune_deleted_events': m0019,
 };

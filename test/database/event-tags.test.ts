@@ -3,9 +3,9 @@
  * row inserted into `events`, by any statement, gets exactly the index rows of the rule: one per
  * distinct (letter, value) of its tags, the letter ASCII and neither `e` nor `h`, the value at most
  * 256 UTF-8 bytes. The migration's backfill gives the same rows, and pages walking the index still
- * answer for their own community and live rows only. A deleted event loses its rows (migration
- * 0019), by any update that deletes it, and that migration removes the rows of events deleted
- * before it.
+ * answer for their own community and live rows only. A deleted event loses its rows here and in
+ * event_refs (migration 0019), by any update that deletes it, and that migration removes the rows
+ * of events deleted before it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -14,7 +14,8 @@ import { DB } from '../../src/database/database.types.js';
 import { EventReadRepository, INDEXED_TAG_VALUE_MAX_BYTES, tagIndexKey } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import * as eventTags from '../../migrations/0018_event_tags.js';
-import * as pruneTags from '../../migrations/0019_event_tags_prune.js';
+import { fillEventRefs } from '../../migrations/0016_event_refs.js';
+import * as pruneDeleted from '../../migrations/0019_prune_deleted_events.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';
 import { eventually } from '../harness/eventually.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
@@ -158,42 +159,55 @@ describe('event_tags: the migration', () => {
   });
 });
 
-describe('event_tags: deleted events (migration 0019)', () => {
-  it('lose their index rows by any update that deletes them; other updates and other events keep theirs', async () => {
-    const [gone, kept, edited] = await insert([[['t', 'pruned'], ['p', 'x']], [['t', 'pruned']], [['t', 'pruned']]]);
+describe('deleted events lose their event_tags and event_refs rows (migration 0019)', () => {
+  /** The event_refs rows of one event: the ids it references, sorted. */
+  const refsOf = async (id: string) =>
+    (await pool.query<{ ref: string }>(`select encode(ref_id, 'hex') as ref from event_refs where event_id = decode($1, 'hex') order by 1`, [id])).rows.map((r) => r.ref);
+  const otherRef = randomBytes(32).toString('hex');
+
+  it('by any update that deletes them; other updates, other events and references to them stay', async () => {
+    const [gone, kept, edited] = await insert([[['t', 'pruned'], ['p', 'x'], ['e', refId]], [['t', 'pruned'], ['e', refId]], [['t', 'pruned']]]);
+    const [pointer] = await insert([[['e', gone]]]);
+    await fillEventRefs(kysely, communityId);
     await pool.query(`update events set deleted_at = now() where id = decode($1, 'hex')`, [gone]);
     await pool.query(`update events set content = 'edited' where id = decode($1, 'hex')`, [edited]);
     expect(await Promise.all([gone, kept, edited].map(indexOf))).toEqual([[], ['t=pruned'], ['t=pruned']]);
+    expect(await Promise.all([gone, kept, pointer].map(refsOf))).toEqual([[], [refId], [gone]]);
   });
 
-  it('lose them when a replaceable version is superseded through the write repository', async () => {
+  it('when a replaceable version is superseded through the write repository', async () => {
     const pubkey = randomBytes(32);
     const ids = [++serial, ++serial].map((n) => n.toString(16).padStart(64, '0'));
     await pool.query(
       `insert into events (community_id, id, pubkey, created_at, kind, d_tag, tags, content, sig)
        select $1, decode(u.id, 'hex'), $2, date_trunc('second', now()) - make_interval(secs => u.age), 39002, 'group', $3, '', $4
          from unnest($5::text[], $6::int[]) as u(id, age)`,
-      [communityId, pubkey, JSON.stringify([['d', 'group'], ['p', 'member']]), randomBytes(64), ids, [10, 0]],
+      [communityId, pubkey, JSON.stringify([['d', 'group'], ['p', 'member'], ['e', otherRef]]), randomBytes(64), ids, [10, 0]],
     );
+    await fillEventRefs(kysely, communityId);
     const [older, newer] = ids;
     await new EventWriteRepository().supersedeVersions(kysely, communityId, pubkey.toString('hex'), 39002, 'group', newer);
-    expect(await indexOf(older)).toEqual([]);
-    expect(await indexOf(newer)).toEqual(['d=group', 'p=member']);
+    expect(await Promise.all([older, newer].map(indexOf))).toEqual([[], ['d=group', 'p=member']]);
+    expect(await Promise.all([older, newer].map(refsOf))).toEqual([[], [otherRef]]);
   });
 
-  it('deleted before the migration lose their rows to it; until then pages skip them', async () => {
-    await pruneTags.down(kysely);
+  it('deleted before the migration lose them to it; until then pages skip them', async () => {
+    await pruneDeleted.down(kysely);
     try {
-      const [stale, live] = await insert([[['t', 'stale']], [['t', 'stale']]]);
+      const [stale, live] = await insert([[['t', 'stale'], ['e', otherRef]], [['t', 'stale'], ['e', otherRef]]]);
+      await fillEventRefs(kysely, communityId);
       await pool.query(`update events set deleted_at = now() where id = decode($1, 'hex')`, [stale]);
       expect(await indexOf(stale)).toEqual(['t=stale']);
-      const page = await new EventReadRepository().query(kysely, communityWide(communityId), { tags: { t: ['stale'] }, extensions: {}, kinds: [1] }, 20);
-      expect(page.map((e) => e.id)).toEqual([live]);
-      await pruneTags.up(kysely);
+      expect(await refsOf(stale)).toEqual([otherRef]);
+      const read = (tags: Record<string, string[]>) => new EventReadRepository().query(kysely, communityWide(communityId), { tags, extensions: {}, kinds: [1] }, 20);
+      expect((await read({ t: ['stale'] })).map((e) => e.id)).toEqual([live]);
+      expect((await read({ e: [otherRef] })).map((e) => e.id)).toEqual([live]);
+      await pruneDeleted.up(kysely);
       expect(await Promise.all([stale, live].map(indexOf))).toEqual([[], ['t=stale']]);
+      expect(await Promise.all([stale, live].map(refsOf))).toEqual([[], [otherRef]]);
     } finally {
-      const { rows } = await pool.query(`select 1 from pg_trigger where tgname = 'events_prune_tags'`);
-      if (rows.length === 0) await pruneTags.up(kysely);
+      const { rows } = await pool.query(`select 1 from pg_trigger where tgname = 'events_prune_index_rows'`);
+      if (rows.length === 0) await pruneDeleted.up(kysely);
     }
   });
 });
