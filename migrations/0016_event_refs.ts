@@ -15,7 +15,8 @@ import { Kysely, sql } from 'kysely';
  * Nothing here tracks deletion (migration 0019 does): soft deletes, NIP-09 and replaceable
  * supersession set `events.deleted_at`, which every read checks on the joined `events` row.
  * `created_at` of an event never changes, so (community_id, event_created_at, event_id) is the
- * events primary key and the join prunes partitions. No foreign key: nothing may reference the partitioned `events`.
+ * events primary key and the join prunes partitions. No foreign key: nothing may reference the
+ * partitioned `events`.
  *
  * The backfill covers the rows committed before it. During a rolling upgrade, a pod still on the
  * previous version writes events without their references; `fillEventRefs` is idempotent, so
