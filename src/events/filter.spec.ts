@@ -1,7 +1,9 @@
 import { matchFilter as nostrToolsMatch } from 'nostr-tools/filter';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import {
+  MAX_FILTER_TERMS,
   MAX_FILTER_VALUES,
+  MAX_TAG_KEYS,
   effectiveLimit,
   matchFilter,
   parseClientMessage,
@@ -100,6 +102,25 @@ describe('parseFilter', () => {
       code: 'invalid_filter',
       reason: '#e contains 1001 values, maximum is 1000',
     });
+  });
+
+  it(`refuses more than ${MAX_TAG_KEYS} tag keys, naming the limit`, () => {
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`#k${i}`, ['a']]));
+    expect(parseFilter(keys(MAX_TAG_KEYS)).ok).toBe(true);
+    expect(parseFilter(keys(MAX_TAG_KEYS + 1))).toEqual({ ok: false, code: 'invalid_filter', reason: `filter has 9 tag keys, maximum is ${MAX_TAG_KEYS}` });
+    expect(parseFilter(keys(500))).toEqual({ ok: false, code: 'invalid_filter', reason: `filter has 500 tag keys, maximum is ${MAX_TAG_KEYS}` });
+  });
+
+  it(`refuses more than ${MAX_FILTER_TERMS} values across every list of a filter`, () => {
+    const hex = (n: number, at = 0) => Array.from({ length: n }, (_, i) => (i + at).toString(16).padStart(64, '0'));
+    expect(parseFilter({ ids: hex(1000), authors: hex(1000) }).ok).toBe(true);
+    expect(parseFilter({ ids: hex(1000), authors: hex(1000), kinds: [1] })).toEqual({
+      ok: false,
+      code: 'invalid_filter',
+      reason: `filter has 2001 values in all, maximum is ${MAX_FILTER_TERMS}`,
+    });
+    const tags = { '#a': Array(700).fill('x'), '#b': Array(700).fill('y'), '#c': Array(601).fill('z') };
+    expect(parseFilter(tags)).toEqual({ ok: false, code: 'invalid_filter', reason: 'filter has 2001 values in all, maximum is 2000' });
   });
 
   describe('before_id (§2.3)', () => {
@@ -318,6 +339,16 @@ describe('parseClientMessage (§2.3)', () => {
     if (!error.endsWith(': ')) expect((msg as { error: string }).error).toBe(error);
   });
 
+  it('names the sub-id when only the filters of a REQ or COUNT were refused', () => {
+    const tooMany = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`#k${i}`, ['a']]));
+    expect(parseClientMessage(frame('REQ', 'wide', tooMany))).toEqual({
+      type: 'INVALID',
+      error: `invalid filter: filter has 9 tag keys, maximum is ${MAX_TAG_KEYS}`,
+      subId: 'wide',
+    });
+    expect(parseClientMessage(frame('COUNT', 'c', ...filters(11)))).toEqual({ type: 'INVALID', error: 'COUNT contains 11 filters, maximum is 10', subId: 'c' });
+  });
+
   it('rejects an oversized sub-id counted in UTF-8 bytes', () => {
     expect(parseClientMessage(frame('REQ', 'x'.repeat(257)))).toEqual({
       type: 'INVALID',
@@ -333,10 +364,12 @@ describe('parseClientMessage (§2.3)', () => {
     expect(parseClientMessage(frame('REQ', 's', ...filters(11)))).toEqual({
       type: 'INVALID',
       error: 'REQ contains 11 filters, maximum is 10',
+      subId: 's',
     });
     expect(parseClientMessage(frame('COUNT', 's', ...filters(11)))).toEqual({
       type: 'INVALID',
       error: 'COUNT contains 11 filters, maximum is 10',
+      subId: 's',
     });
   });
 
@@ -344,14 +377,17 @@ describe('parseClientMessage (§2.3)', () => {
     expect(parseClientMessage(frame('REQ', 's', { kinds: ['9'] }))).toEqual({
       type: 'INVALID',
       error: 'invalid filter: kinds must be an array of integers between 0 and 65535',
+      subId: 's',
     });
     expect(parseClientMessage(frame('REQ', 's', { before_id: A }))).toEqual({
       type: 'INVALID',
       error: 'before_id requires until to be set',
+      subId: 's',
     });
     expect(parseClientMessage(frame('COUNT', 's', { until: 1, before_id: 'short' }))).toEqual({
       type: 'INVALID',
       error: 'before_id must be a 64-char hex event id',
+      subId: 's',
     });
   });
 });

@@ -11,6 +11,11 @@
  *   kept raw in `extensions` for the HTTP bridge.
  * - `before_id` accepts either hex case and is stored lowercase. A malformed value is reported
  *   before a missing `until`.
+ * - A filter's cost is bounded before it reaches a database (docs/security.md): at most
+ *   {@link MAX_TAG_KEYS} distinct tag names and {@link MAX_FILTER_TERMS} values in all its lists.
+ *   Every tag name adds an index probe and a positional re-check to each statement of the page;
+ *   with hundreds of names Postgres spent minutes and gigabytes of memory planning one statement,
+ *   in a state where it did not answer a cancel.
  */
 import { NostrEvent, NostrFilter, isHex64 } from '../common/nostr.types.js';
 
@@ -18,6 +23,10 @@ export const MAX_FILTERS = 10;
 export const MAX_SUB_ID_BYTES = 256;
 export const MAX_FILTER_VALUES = 1000;
 export const MAX_TAG_NAME_LENGTH = 64;
+/** Distinct `#<name>` keys one filter may carry. */
+export const MAX_TAG_KEYS = 8;
+/** Values one filter may carry in all of `ids`, `authors`, `kinds` and its tag lists together. */
+export const MAX_FILTER_TERMS = 2000;
 /** `DEFAULT_MAX_PAGE_LIMIT`, also NIP-11 `max_limit`. */
 export const DEFAULT_MAX_PAGE_LIMIT = 1000;
 
@@ -39,8 +48,12 @@ export type ClientMessage =
   | { type: 'COUNT'; subId: string; filters: NostrFilter[] }
   | { type: 'CLOSE'; subId: string };
 
-/** `error` is the text that follows `invalid message: ` in the NOTICE. */
-export type InvalidClientMessage = { type: 'INVALID'; error: string };
+/**
+ * `error` is the text that follows `invalid message: ` in the NOTICE. `subId` is set when a REQ or
+ * COUNT named a usable sub-id and only its filters were refused: that request is then also
+ * answered with `CLOSED` (`invalid: <error>`), so a client waiting on it is not left hanging.
+ */
+export type InvalidClientMessage = { type: 'INVALID'; error: string; subId?: string };
 
 type FieldParser = (filter: NostrFilter, value: unknown) => string | null;
 
@@ -71,7 +84,23 @@ export function parseFilter(raw: unknown): ParseFilterResult {
     const reason = parseField(filter, key, value);
     if (reason !== null) return filterError(reason);
   }
+  const shape = checkShape(filter);
+  if (shape !== null) return filterError(shape);
   return applyCursor(filter, (raw as Record<string, unknown>).before_id);
+}
+
+/** The cost bounds of a parsed filter (see the header): null when it is within them. */
+function checkShape(filter: NostrFilter): string | null {
+  const tagKeys = Object.keys(filter.tags);
+  if (tagKeys.length > MAX_TAG_KEYS) {
+    return `filter has ${tagKeys.length} tag keys, maximum is ${MAX_TAG_KEYS}`;
+  }
+  let terms = (filter.ids?.length ?? 0) + (filter.authors?.length ?? 0) + (filter.kinds?.length ?? 0);
+  for (const key of tagKeys) terms += filter.tags[key].length;
+  if (terms > MAX_FILTER_TERMS) {
+    return `filter has ${terms} values in all, maximum is ${MAX_FILTER_TERMS}`;
+  }
+  return null;
 }
 
 function parseField(filter: NostrFilter, key: string, value: unknown): string | null {
@@ -235,19 +264,20 @@ function parseVerb(verb: string, frame: unknown[]): ClientMessage | InvalidClien
 function parseSubscription(verb: 'REQ' | 'COUNT', frame: unknown[]): ClientMessage | InvalidClientMessage {
   const subIdError = checkSubId(verb, frame);
   if (subIdError !== null) return invalid(subIdError);
+  const subId = frame[1] as string;
   const rawFilters = frame.slice(2);
   if (rawFilters.length > MAX_FILTERS) {
-    return invalid(`${verb} contains ${rawFilters.length} filters, maximum is ${MAX_FILTERS}`);
+    return { ...invalid(`${verb} contains ${rawFilters.length} filters, maximum is ${MAX_FILTERS}`), subId };
   }
   const filters: NostrFilter[] = [];
   for (const raw of rawFilters) {
     const parsed = parseFilter(raw);
     if (!parsed.ok) {
-      return invalid(parsed.code === 'invalid_cursor' ? parsed.reason : `invalid filter: ${parsed.reason}`);
+      return { ...invalid(parsed.code === 'invalid_cursor' ? parsed.reason : `invalid filter: ${parsed.reason}`), subId };
     }
     filters.push(parsed.filter);
   }
-  return { type: verb, subId: frame[1] as string, filters };
+  return { type: verb, subId, filters };
 }
 
 function checkSubId(verb: string, frame: unknown[]): string | null {

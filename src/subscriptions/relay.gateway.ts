@@ -103,6 +103,12 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     if (msg.type === 'INVALID') {
       this.metrics.wsNotices.inc({ reason: 'invalid_message' });
       conn.send(['NOTICE', `invalid message: ${msg.error}`]);
+      // A REQ or COUNT whose filters were refused also ends that request, and whatever held its
+      // id, so the client learns which subscription failed and none is left half-replaced.
+      if (msg.subId !== undefined) {
+        conn.retire(msg.subId);
+        conn.send(['CLOSED', msg.subId, `invalid: ${msg.error}`]);
+      }
       return;
     }
     switch (msg.type) {
