@@ -19,6 +19,7 @@
  * Calls that bring their own callback, or submit a query object, are passed through unchanged.
  */
 import { Client } from 'pg';
+import { syncReadDeadline } from './read-deadline.js';
 
 type QueryCallback = (err: Error | null, result: unknown) => void;
 
@@ -32,6 +33,8 @@ export class CallbackQueryClient extends Client {
   // pg's `query` has many overloads; every promise form ends up here as a callback form.
   override query(...args: unknown[]): never {
     const run = super.query as (...a: unknown[]) => never;
+    // 'I': idle, outside a transaction block (pg's status from the last ReadyForQuery).
+    syncReadDeadline(this, this.getTransactionStatus() === 'I', (statement) => this.sendOwn(run, statement));
     if (bringsOwnCallback(args)) return run.apply(this, args);
     return new Promise((resolve, reject) => {
       const callback: QueryCallback = (err, result) => (err ? reject(err) : resolve(result));
@@ -40,5 +43,12 @@ export class CallbackQueryClient extends Client {
       Error.captureStackTrace(err);
       throw err;
     }) as never;
+  }
+
+  /** A statement of the connection's own, sent through pg's query without re-entering this one. */
+  private sendOwn(run: (...a: unknown[]) => never, statement: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      run.apply(this, [statement, (err: Error | null, result: unknown) => (err ? reject(err) : resolve(result))]);
+    });
   }
 }

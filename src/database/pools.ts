@@ -16,6 +16,7 @@ import {
 } from '../replica-fence/replica-fence.constants.js';
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
 import { CallbackQueryClient } from './callback-query-client.js';
+import { noteSessionStatementTimeout } from './read-deadline.js';
 import { statementCachingClient } from './statement-cache.js';
 
 export const WRITER_POOL_MIN = 2;
@@ -42,6 +43,7 @@ export async function prepareWriterSession(client: ClientBase, cfg: DatabaseConf
             set_config('statement_timeout', $3, false)`,
     [String(cfg.lockTimeoutMs), String(cfg.idleTxnTimeoutMs), String(cfg.statementTimeoutMs)],
   );
+  noteSessionStatementTimeout(client, cfg.statementTimeoutMs);
   const { rows } = await client.query<{ iso: string }>(`select current_setting('transaction_isolation') as iso`);
   if (rows[0]?.iso !== 'read committed') {
     throw new Error(`buzz-relay requires READ COMMITTED as the default isolation, server has ${rows[0]?.iso}`);
