@@ -136,13 +136,13 @@ export class BridgeQueryService {
     const settings = await this.communities.settings(reader.communityId);
     const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel };
     const { page, session } = strong(f)
-      ? { page: await this.routed.onWriter('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query)), session: undefined }
+      ? { page: await this.routed.writerRead('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query)), session: undefined }
       : await this.routed.session(
           { path: p.cursor ? 'channel_cursor' : 'channel_head', predicate: fromChannelCursor(p.channelId, p.cursor?.until), span: 'get_channel_window' },
           (db) => this.reads.channelWindow(db, reader.communityId, query),
         );
     try {
-      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.onWriter('authorization', work);
+      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.writerRead('authorization', work);
       const hasMore = page.length > p.limit;
       const rows = visibleRows(page.slice(0, p.limit), reader.pubkey);
       const out = [...rows];
@@ -232,7 +232,7 @@ export class BridgeQueryService {
       : { path: 'thread_head', predicate: BOUNDED, span: 'get_thread_replies', author: reader };
     const postVerify = (page: NostrEvent[], entry: { fenceWall: number }) =>
       page.length >= p.limit && (page.length === 0 || page[page.length - 1].created_at * 1000 <= entry.fenceWall);
-    const page = strong(f) ? await this.routed.onWriter('authorization', work) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
+    const page = strong(f) ? await this.routed.writerRead('authorization', work) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
     const replies = visibleRows(page, reader.pubkey);
     if (!p.includeAux) return replies;
     const run: Runner = (w) => this.readFor(f, { path: 'bridge_thread_aux', predicate: BOUNDED, span: 'thread_window_aux' }, w);
@@ -241,7 +241,7 @@ export class BridgeQueryService {
 
   /** A routed read, or the writer when the filter asks for `consistency: "strong"`. */
   private readFor<T>(f: NostrFilter, req: Omit<RouteRequest, 'author'> & { author?: BridgeReader }, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-    if (strong(f)) return this.routed.onWriter('authorization', work);
+    if (strong(f)) return this.routed.writerRead('authorization', work);
     const author = req.author ? { communityId: req.author.communityId, pubkey: req.author.pubkey } : undefined;
     return this.routed.read({ ...req, author }, work);
   }

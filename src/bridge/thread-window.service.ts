@@ -252,7 +252,7 @@ export class ThreadWindowService {
   }
 
   private writer(operation: 'authorization' | 'subscription_history'): Runner {
-    return (work) => this.routed.onWriter(operation, work);
+    return (work) => this.routed.writerRead(operation, work);
   }
 }
 

@@ -13,6 +13,18 @@ export interface DatabaseConfig {
   readonly poolSize: number;
   readonly readPoolSize: number;
   readonly statementTimeoutMs: number;
+  /**
+   * `BUZZ_DB_CLIENT_READ_TIMEOUT_MS` (1..86400000, default 20000): statement deadline of every
+   * client-driven read served by the writer (the replica's reader transaction has its own, 20 s).
+   * Tighten-only against `statementTimeoutMs`.
+   */
+  readonly clientReadTimeoutMs: number;
+  /**
+   * `BUZZ_DB_WRITER_READ_CAP` (1..BUZZ_DB_POOL_SIZE, default half the pool, at least 1): how many
+   * client-driven reads may hold writer connections at once; the rest of the pool stays free for
+   * event writes, authentication and authorization.
+   */
+  readonly writerReadCap: number;
   readonly lockTimeoutMs: number;
   readonly idleTxnTimeoutMs: number;
   readonly autoMigrate: boolean;
@@ -117,6 +129,12 @@ export interface AppConfig {
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
 export const DEFAULT_POOL_SIZE = 20;
+export const CLIENT_READ_TIMEOUT_DEFAULT_MS = 20_000;
+
+/** Half the writer pool, at least one: 20 → 10, 2 → 1. */
+export function defaultWriterReadCap(poolSize: number): number {
+  return Math.max(1, Math.floor(poolSize / 2));
+}
 export const PRESENCE_TTL_DEFAULT_SECS = 120;
 export const PRESENCE_TTL_MAX_SECS = 180;
 
@@ -140,6 +158,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       poolSize,
       readPoolSize: r.int('BUZZ_DB_READ_POOL_SIZE', poolSize, 1, 10_000),
       statementTimeoutMs: r.int('BUZZ_DB_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
+      clientReadTimeoutMs: r.int('BUZZ_DB_CLIENT_READ_TIMEOUT_MS', CLIENT_READ_TIMEOUT_DEFAULT_MS, 1, 86_400_000),
+      writerReadCap: r.int('BUZZ_DB_WRITER_READ_CAP', defaultWriterReadCap(poolSize), 1, poolSize, `must be an integer in 1..BUZZ_DB_POOL_SIZE (${poolSize})`),
       lockTimeoutMs: r.int('BUZZ_DB_LOCK_TIMEOUT_MS', 5000, 0, 86_400_000),
       idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),
       autoMigrate: r.bool('BUZZ_AUTO_MIGRATE', true),

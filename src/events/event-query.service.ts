@@ -33,6 +33,8 @@ export interface HistoryContext {
   readonly honourConsistency?: boolean;
   /** `/query` catch-all `page` only: rows to skip before each filter's page (relay.md §3.3). */
   readonly offset?: number;
+  /** Aborted when the client went away: the read's running statement is cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 @Injectable()
@@ -75,8 +77,8 @@ export class EventQueryService {
       filters.map((f) => {
         if (f.kinds?.length === 0) return 0; // match-nothing: no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.onWriter('authorization', work, 'count_events');
-        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx) }, work);
+        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal });
+        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal }, work);
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
@@ -93,10 +95,10 @@ export class EventQueryService {
     const limit = effectiveLimit(filter);
     if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
     const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit, ctx?.offset);
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.onWriter('authorization', work, 'query_events');
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal: ctx?.signal });
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan }, work);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal: ctx.signal }, work);
   }
 
   /** Channel-metadata reads and client-declared strong reads are served by the writer, unrouted. */

@@ -32,10 +32,10 @@ export class SearchService {
   ) {}
 
   async search(scope: ReadScope, req: SearchRequest): Promise<NostrEvent[]> {
-    const ids = await this.routed.onWriter('subscription_history', (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
+    const ids = await this.routed.writerRead('subscription_history', (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
     if (ids.length === 0) return [];
     const hydrate = (db: Parameters<SearchRepository['byIds']>[0]) => this.repo.byIds(db, scope.communityId, ids);
-    if (req.strong) return this.routed.onWriter('authorization', hydrate);
+    if (req.strong) return this.routed.writerRead('authorization', hydrate);
     return this.routed.read(
       { path: req.path, predicate: BOUNDED, span: 'get_events_by_ids_routed', author: { communityId: scope.communityId, pubkey: req.reader } },
       hydrate,

@@ -4,6 +4,7 @@
  * statement of the request sees), resolution against the proof ring, then a tighten-only
  * transaction-local statement deadline (design choice §2.1).
  */
+import { cancelOnAbort } from '../database/cancel-request.js';
 import { Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { PoolClient } from 'pg';
@@ -40,6 +41,11 @@ export class ReaderTx {
     private readonly permit?: HistoryPermit,
   ) {
     this.db = kyselyOn(client);
+  }
+
+  /** See cancelOnAbort: a transaction whose statement was cancelled is released as failed. */
+  cancelOnAbort(signal: AbortSignal | undefined): { dispose(): boolean } {
+    return cancelOnAbort(this.client, signal);
   }
 
   /**

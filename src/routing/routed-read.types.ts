@@ -21,6 +21,8 @@ export interface RouteRequest {
    * first statement sets `plan_cache_mode = force_generic_plan` for the transaction instead.
    */
   readonly genericPlan?: boolean;
+  /** Aborted when the client that asked for the read went away: its running statement is cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -41,6 +43,18 @@ export type RouteDecision =
  * → `unavailable`: WS `CLOSED error: database error`, HTTP 503 `database unavailable`), never
  * with the terminal `query timed out`.
  */
+/**
+ * A client-driven read refused a writer connection: the writer-read cap (BUZZ_DB_WRITER_READ_CAP)
+ * stayed full for WRITER_READ_WAIT_MS. Answered like a shed history read (retryable).
+ */
+export class WriterReadRejected extends Error {
+  override readonly name = 'PoolTimeoutError';
+
+  constructor() {
+    super('writer read rejected: writer_read_cap');
+  }
+}
+
 export class HistoryReadRejected extends Error {
   override readonly name = 'PoolTimeoutError';
 

@@ -9,7 +9,10 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
+import { cancelOnAbort } from '../database/cancel-request.js';
 import { classifyDbError } from '../database/pg-errors.js';
+import { armReadDeadline, disarmReadDeadline } from '../database/read-deadline.js';
+import { PermitGate } from '../common/permit-gate.js';
 import { HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
 import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
@@ -20,7 +23,18 @@ import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePredicate } from './route-predicate.js';
-import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest } from './routed-read.types.js';
+import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest, WriterReadRejected } from './routed-read.types.js';
+
+/** How long a client-driven writer read waits for the writer-read cap before it is refused. */
+export const WRITER_READ_WAIT_MS = 1000;
+
+/** Options of a client-driven read on the writer. */
+export interface WriterReadOptions {
+  /** Datastore span name (§6.4), e.g. `query_events`. */
+  readonly span?: string;
+  /** Aborted when the client went away: the running statement is cancelled. */
+  readonly signal?: AbortSignal;
+}
 
 type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: 'disabled' | 'stale'; spill?: SpillReason };
 
@@ -29,6 +43,8 @@ export class RoutedReader {
   readonly writes = new RecentWrites();
   private readonly logger = new Logger('RoutedReader');
   private readonly aurora = new AuroraIdentityCache();
+  /** The writer-read cap: client-driven reads never hold more writer connections than this. */
+  readonly writerReads: PermitGate;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -37,6 +53,7 @@ export class RoutedReader {
     private readonly metrics: DatabaseMetrics,
     private readonly gate: HistoryReadGate,
   ) {
+    this.writerReads = new PermitGate(config.database.writerReadCap);
     if (config.bench.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
   }
 
@@ -92,18 +109,22 @@ export class RoutedReader {
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      if (decision.target === 'writer') return this.onWriter(fallbackOperation(req), work);
+      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal });
+      if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
       let result: T;
+      const cancel = tx.cancelOnAbort(req.signal);
       try {
         result = await work(tx.db);
       } catch (err) {
-        return this.replicaFailed(req, tx, err, () => this.onWriter(fallbackOperation(req), work));
+        if (cancel.dispose()) return this.abandoned(req, tx, err);
+        return this.replicaFailed(req, tx, err, onWriter);
       }
+      if (cancel.dispose()) return this.abandoned(req, tx, new Error('read abandoned: the client went away'));
       tx.release();
       if (postVerify && !postVerify(result, tx.entry)) {
         this.metrics.recordRoute('thread_eof', { decision: 'writer', reason: 'stale' });
-        return this.onWriter(fallbackOperation(req), work);
+        return onWriter();
       }
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
       return result;
@@ -118,22 +139,61 @@ export class RoutedReader {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
       const writerSession = () => new ReadSession(undefined, this.writerRunner(), this.metrics, this.logger);
-      if (decision.target === 'writer') return { page: await this.onWriter(fallbackOperation(req), page), session: writerSession() };
+      if (decision.target === 'writer') return { page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal }), session: writerSession() };
       const { tx } = decision;
       try {
         const result = await page(tx.db);
         this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
         return { page: result, session: new ReadSession(tx, this.writerRunner(), this.metrics, this.logger) };
       } catch (err) {
-        const result = await this.replicaFailed(req, tx, err, () => this.onWriter(fallbackOperation(req), page));
+        const result = await this.replicaFailed(req, tx, err, () => this.writerRead(fallbackOperation(req), page, { signal: req.signal }));
         return { page: result, session: writerSession() };
       }
     });
   }
 
   /**
-   * A writer-pinned read (no route decision): strong-consistency and channel-metadata reads,
-   * and every writer fallback. `span` names a datastore span for pinned reads (`query_events`).
+   * A client-driven read served by the writer (no route decision): writer-pinned reads (no
+   * `kinds`, channel metadata, strong consistency, search matching, the bridge's windows) and
+   * every writer fallback of a routed read. It waits at most WRITER_READ_WAIT_MS for the
+   * writer-read cap, else it is refused (WriterReadRejected), so such reads never take the
+   * connections event writes and authorization need; its statements run under the client-read
+   * deadline (BUZZ_DB_CLIENT_READ_TIMEOUT_MS); `signal` cancels the running statement.
+   */
+  async writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
+    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerRead(operation, work, { signal: opts.signal }));
+    opts.signal?.throwIfAborted();
+    const permit = await this.writerReads.acquire(WRITER_READ_WAIT_MS);
+    if (permit === undefined) {
+      this.logger.debug({ operation }, 'writer read refused: writer-read cap full');
+      throw new WriterReadRejected();
+    }
+    try {
+      const client = await this.db.acquireWriter(operation);
+      armReadDeadline(client, this.config.database.clientReadTimeoutMs);
+      const cancel = cancelOnAbort(client, opts.signal);
+      let result: T;
+      try {
+        result = await work(kyselyOn(client));
+      } catch (err) {
+        const cancelled = cancel.dispose();
+        disarmReadDeadline(client);
+        client.release(cancelled || classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
+        throw err;
+      }
+      const cancelled = cancel.dispose();
+      disarmReadDeadline(client);
+      client.release(cancelled ? new Error('read abandoned: the client went away') : undefined);
+      return result;
+    } finally {
+      permit.release();
+    }
+  }
+
+  /**
+   * A writer read the relay itself needs (tenant resolution, authentication, access checks):
+   * outside the writer-read cap and under the session's own deadline. `span` names a datastore
+   * span for pinned reads (`query_events`).
    */
   async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
     if (span) return datastoreSpan(this.metrics, span, () => this.onWriter(operation, work));
@@ -149,7 +209,15 @@ export class RoutedReader {
   }
 
   private writerRunner() {
-    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.onWriter('subscription_history', work);
+    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.writerRead('subscription_history', work);
+  }
+
+  /** A replica read whose client went away (a cancel was sent): the connection is destroyed, nothing re-runs. */
+  private abandoned(req: RouteRequest, tx: ReaderTx, err: unknown): never {
+    tx.release(true);
+    this.metrics.recordRoute(req.path, { decision: 'replica', reason: 'statement_cancelled' });
+    this.logger.debug({ path: req.path }, 'replica read abandoned: the client went away');
+    throw err;
   }
 
   /** §2.8: a replica 57014 is surfaced (history reads); anything else re-runs on the writer. */

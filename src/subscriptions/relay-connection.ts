@@ -50,6 +50,7 @@ export class RelayConnection {
   private consecutiveFull = 0;
   private cancelled = false;
   private corked = false;
+  private readonly gone = new AbortController();
 
   constructor(
     readonly ws: WebSocket,
@@ -59,6 +60,11 @@ export class RelayConnection {
     private readonly limits: ConnectionLimits,
     private readonly onSlowClient: (conn: RelayConnection) => void,
   ) {}
+
+  /** Aborted once the connection is cancelled or closed: the database reads it started are cancelled. */
+  get readSignal(): AbortSignal {
+    return this.gone.signal;
+  }
 
   get isCancelled(): boolean {
     return this.cancelled || this.ws.readyState !== WebSocket.OPEN;
@@ -154,6 +160,7 @@ export class RelayConnection {
   cancel(code?: number, reason?: string): void {
     if (this.cancelled) return;
     this.cancelled = true;
+    this.gone.abort();
     this.subscriptions.clear();
     this.pendingReqs.clear();
     try {

@@ -84,7 +84,7 @@ export class ReqHandler {
     const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
-      const run = await this.gate.run(() => this.queries.count(scope, filters, { path: 'count_req', reader: conn.pubkey }));
+      const run = await this.gate.run(() => this.queries.count(scope, filters, { path: 'count_req', reader: conn.pubkey, signal: conn.readSignal }));
       if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
@@ -125,7 +125,7 @@ export class ReqHandler {
     const prefix = `["EVENT",${JSON.stringify(subId)},`;
     let sent = 0;
     try {
-      for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey })) {
+      for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
         for (const ev of batch) {
           if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;

@@ -4,6 +4,7 @@
  */
 import { finalizeEvent, generateSecretKey, getPublicKey, type EventTemplate, type VerifiedEvent } from 'nostr-tools/pure';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import WebSocket from 'ws';
 
@@ -66,6 +67,24 @@ export function httpRequest(url: string, opts: { method?: string; headers?: Reco
     req.on('error', reject);
     req.end(opts.body);
   });
+}
+
+/** A NIP-98 `Authorization` header value for a POST of `body` to `url` (kind 27235, signed by id). */
+export function nip98Header(id: Identity, url: string, body: string, createdAt = Math.floor(Date.now() / 1000)): string {
+  const ev = finalizeEvent(
+    {
+      kind: 27235,
+      created_at: createdAt,
+      tags: [
+        ['u', url],
+        ['method', 'POST'],
+        ['payload', createHash('sha256').update(body).digest('hex')],
+      ],
+      content: '',
+    },
+    id.sk,
+  );
+  return `Nostr ${Buffer.from(JSON.stringify(ev)).toString('base64')}`;
 }
 
 /** Raw frames in and out, with waits on what arrives. */
