@@ -1,7 +1,7 @@
 /**
  * The HTTP bridge: `POST /query` and `POST /count`. Bodies arrive as raw text
  * (NIP-98 hashes the exact bytes); this controller binds the tenant,
- * authenticates, applies the quota and the relay-membership gate, parses the
+ * authenticates, applies the quota, the ban and the relay-membership gates, parses the
  * filters and hands off. Failures are thrown and mapped to status and body by
  * DatabaseErrorFilter.
  */
@@ -15,6 +15,7 @@ import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventQueryService } from '../events/event-query.service.js';
+import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
@@ -29,6 +30,7 @@ export class BridgeController {
     private readonly auth: HttpAuthService,
     private readonly limits: RateLimitService,
     private readonly moderation: ModerationRepository,
+    private readonly bans: BanGate,
     private readonly bridge: BridgeQueryService,
     private readonly access: ReadAccessService,
     private readonly queries: EventQueryService,
@@ -74,6 +76,8 @@ export class BridgeController {
     const quota = await this.limits.http(communityId, pubkey, owner === undefined ? 'human' : 'agent');
     if (!quota.allowed) throw new HttpError(quota.unavailable ? 503 : 429, quota.reason);
     await this.auth.consumeReplay(communityId, identity);
+    // A banned key (or the agent of a banned owner) reads nothing; a failed ban read is a database error (fail closed).
+    if (await this.bans.isBanned(communityId, pubkey, owner)) throw new HttpError(403, BANNED_REASON);
     if (this.config.requireRelayMembership && !(await this.isMemberOrAgentOfMember(communityId, pubkey, owner))) {
       throw new HttpError(403, 'relay_membership_required', {
         error: 'relay_membership_required',

@@ -125,6 +125,11 @@ export interface AppConfig {
   readonly verifierThreads: number;
   /** Hex secret key the relay signs overlays with; undefined = random per process. */
   readonly relayPrivateKey: string | undefined;
+  /**
+   * `BUZZ_BAN_RECHECK_MS` (100..3600000, default 5000): how often the pod re-reads the ban state of
+   * every pubkey it holds an authenticated socket for; a ban reaches an open socket within this.
+   */
+  readonly banRecheckMs: number;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -203,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
+    banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
   };
   r.throwIfInvalid();
   return deepFreeze(config);

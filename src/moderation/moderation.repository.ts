@@ -61,6 +61,21 @@ export class ModerationRepository {
     }
   }
 
+  /**
+   * The subset of (community, pubkey) pairs under a ban now, as `community:pubkey` keys: the
+   * periodic re-check of connected keys (BanEnforcer). One statement for the whole list, one
+   * primary-key probe per pair; callers bound the list's length.
+   */
+  async bannedAmong(pairs: ReadonlyArray<{ readonly communityId: string; readonly pubkey: string }>): Promise<Set<string>> {
+    if (pairs.length === 0) return new Set();
+    const { rows } = await this.routed.onWriter('authorization', (db) => sql<{ community_id: string; pubkey: string }>`
+      select b.community_id, b.pubkey
+        from unnest(${pairs.map((p) => p.communityId)}::uuid[], ${pairs.map((p) => p.pubkey)}::text[]) as q(community_id, pubkey)
+        join bans b on b.community_id = q.community_id and b.pubkey = q.pubkey
+       where b.expires_at is null or b.expires_at > now()`.execute(db));
+    return new Set(rows.map((r) => `${r.community_id}:${r.pubkey}`));
+  }
+
   async isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
     const row = await this.routed.onWriter('authentication', (db) =>
       db.selectFrom('pubkey_allowlist').select('pubkey').where('community_id', '=', communityId).where('pubkey', '=', pubkey).executeTakeFirst(),

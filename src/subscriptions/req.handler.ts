@@ -10,6 +10,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { closedReasonFor } from '../database/pg-errors.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
+import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
 import { SearchService } from '../events/search.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
@@ -18,6 +19,7 @@ import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
+import { BanEnforcer } from './ban-enforcer.service.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
@@ -35,6 +37,8 @@ export class ReqHandler {
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
     private readonly limits: RateLimitService,
+    private readonly bans: BanGate,
+    private readonly enforcer: BanEnforcer,
   ) {}
 
   async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[], reqSeq: number): Promise<void> {
@@ -100,10 +104,11 @@ export class ReqHandler {
   }
 
   /**
-   * Quota, then access and gates, before anything is claimed: a refused REQ
+   * Ban, quota, then access and gates, before anything is claimed: a refused REQ
    * leaves an existing same-id subscription alone. Refusals are sub-scoped CLOSED.
    */
   private async admit(conn: RelayConnection, subId: string, filters: NostrFilter[], verb: 'REQ' | 'COUNT'): Promise<ReadScope | undefined> {
+    if (await this.refusedForBan(conn, subId)) return undefined;
     const quota = await this.limits.ws(conn.communityId, conn.pubkey!, verb);
     if (!quota.allowed) {
       conn.send(['CLOSED', subId, quota.reason]);
@@ -118,6 +123,25 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, 'error: database error']);
     }
     return undefined;
+  }
+
+  /**
+   * A key banned since its AUTH (or whose proved NIP-OA owner is) reads nothing more: this
+   * request is refused and the connection revoked. A failed ban read refuses (fail closed).
+   */
+  private async refusedForBan(conn: RelayConnection, subId: string): Promise<boolean> {
+    let banned: boolean;
+    try {
+      banned = await this.bans.isBanned(conn.communityId, conn.pubkey!, conn.nipOaOwner);
+    } catch (err) {
+      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'ban check failed');
+      conn.send(['CLOSED', subId, 'error: database error']);
+      return true;
+    }
+    if (!banned) return false;
+    if (!conn.subscriptions.has(subId)) conn.send(['CLOSED', subId, BANNED_REASON]);
+    this.enforcer.revoke(conn);
+    return true;
   }
 
   private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[], scope: ReadScope): Promise<void> {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
 import { AuthHandler } from './auth.handler.js';
+import { BanEnforcer } from './ban-enforcer.service.js';
 import { EventHandler } from './event.handler.js';
 import { HandlerGate } from './handler-gate.js';
 import { LiveFanout } from './live-fanout.service.js';
@@ -9,7 +10,7 @@ import { ReqHandler } from './req.handler.js';
 
 @Module({
   imports: [EventsModule],
-  providers: [HandlerGate, LiveFanout, AuthHandler, EventHandler, ReqHandler, RelayGateway],
+  providers: [HandlerGate, LiveFanout, BanEnforcer, AuthHandler, EventHandler, ReqHandler, RelayGateway],
   exports: [RelayGateway],
 })
 export class SubscriptionsModule {}

@@ -1,0 +1,203 @@
+/**
+ * Bans apply to reads (issue 21, finding 2; relay.md §2.2, §2.9): a key banned after its AUTH has
+ * its open subscriptions ended with `CLOSED "blocked: you are banned from this community"` and its
+ * socket closed with 1008 "access revoked", without sending anything; its next REQ or COUNT is
+ * refused the same way; `/query` and `/count` refuse it with 403. Other keys in the community keep
+ * reading. A timeout is a write block only: the timed-out key keeps reading.
+ *
+ * Two relays on one writer + replica pair: `sweeping` re-checks bans every 200 ms, `admitting`
+ * never within a test's lifetime (so only a request's own admission can see the ban).
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { finalizeEvent, type VerifiedEvent } from 'nostr-tools/pure';
+import { mintAuthTag } from '../harness/nip-oa-tag.js';
+import { authTemplate, Frame, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { RelayProcess, startRelay } from '../harness/relay-process.js';
+
+const BANNED = 'blocked: you are banned from this community';
+const LIMITS = {
+  BUZZ_REQUIRE_AUTH_TOKEN: 'false',
+  BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '100',
+  BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '1000',
+  BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '1000',
+};
+
+let fixture: RelayFixture;
+let admitting: RelayProcess;
+let sweeping: RelayProcess;
+const alice = newIdentity();
+const bob = newIdentity();
+const clients: RawClient[] = [];
+
+beforeAll(async () => {
+  fixture = await startRelayFixture({ ...LIMITS, BUZZ_BAN_RECHECK_MS: '3600000' });
+  admitting = fixture.relay;
+  sweeping = await startRelay(relayEnv(fixture.db, { ...LIMITS, BUZZ_BAN_RECHECK_MS: '200' }));
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await sweeping?.stop();
+  await fixture?.close();
+});
+
+async function connect(relay: RelayProcess, id: Identity): Promise<RawClient> {
+  const c = await RawClient.authed(relay.wsUrl, id);
+  clients.push(c);
+  return c;
+}
+
+async function ban(id: Identity): Promise<void> {
+  await fixture.writer.query(`insert into bans (community_id, pubkey) select id, $1 from communities where host = 'localhost'`, [id.pubkey]);
+}
+
+async function timeOut(id: Identity): Promise<void> {
+  await fixture.writer.query(`insert into timeouts (community_id, pubkey, until) select id, $1, now() + interval '1 hour' from communities where host = 'localhost'`, [id.pubkey]);
+}
+
+/** Publishes a note as alice and resolves once `c` has it on `subId`. */
+async function noteReaches(a: RawClient, c: RawClient, subId: string, content: string): Promise<VerifiedEvent> {
+  const note = alice.sign({ kind: 1, content });
+  const from = c.frames.length;
+  expect(await a.publish(note)).toEqual([true, '']);
+  await c.waitFor((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as { id: string }).id === note.id, 5000, from);
+  return note;
+}
+
+function eventsAfter(c: RawClient, from: number): Frame[] {
+  return c.frames.slice(from).filter((f) => f[0] === 'EVENT');
+}
+
+function nip98(relay: RelayProcess, id: Identity, path: string, body: string): string {
+  const ev = finalizeEvent(
+    {
+      kind: 27235,
+      created_at: Math.floor(Date.now() / 1000),
+      tags: [
+        ['u', `${relay.httpUrl}${path}`],
+        ['method', 'POST'],
+        ['payload', createHash('sha256').update(body).digest('hex')],
+        ['nonce', randomUUID()], // two requests in one second must not share an event id (replay)
+      ],
+      content: '',
+    },
+    id.sk,
+  );
+  return `Nostr ${Buffer.from(JSON.stringify(ev)).toString('base64')}`;
+}
+
+type Via = 'nip98' | 'x-pubkey';
+
+async function post(relay: RelayProcess, id: Identity, path: '/query' | '/count', via: Via): Promise<{ status: number; body: unknown }> {
+  const body = JSON.stringify([{ kinds: [1], limit: 5 }]);
+  const headers: Record<string, string> = via === 'nip98' ? { authorization: nip98(relay, id, path, body) } : { 'x-pubkey': id.pubkey };
+  const res = await fetch(`${relay.httpUrl}${path}`, { method: 'POST', headers, body });
+  return { status: res.status, body: await res.json() };
+}
+
+describe('a ban reaches open sockets', () => {
+  it('ends the banned key’s subscriptions with CLOSED and closes its socket; another key keeps receiving', async () => {
+    const mallory = newIdentity();
+    const [a, b, m] = [await connect(sweeping, alice), await connect(sweeping, bob), await connect(sweeping, mallory)];
+    expect((await m.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+    expect((await m.req('mine', { authors: [mallory.pubkey] })).end).toEqual(['EOSE', 'mine']);
+    expect((await b.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+    await noteReaches(a, m, 'notes', 'before the ban');
+
+    await ban(mallory);
+    const closedNotes = await m.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes');
+    expect(closedNotes).toEqual(['CLOSED', 'notes', BANNED]);
+    expect(await m.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'mine')).toEqual(['CLOSED', 'mine', BANNED]);
+    expect(await m.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+    const afterClosed = m.frames.indexOf(closedNotes);
+
+    // Bob, in the same community on the same pod, still receives; Mallory received nothing more.
+    await noteReaches(a, b, 'notes', 'after the ban');
+    expect(eventsAfter(m, afterClosed)).toEqual([]);
+  });
+
+  it('ends an agent’s subscriptions when its NIP-OA owner is banned', async () => {
+    const owner = newIdentity();
+    const agent = newIdentity();
+    const c = await RawClient.connect(sweeping.wsUrl);
+    clients.push(c);
+    const template = authTemplate(c.challenge, sweeping.wsUrl);
+    const authEv = finalizeEvent({ ...template, tags: [...template.tags, mintAuthTag(owner.sk, agent.pubkey)] }, agent.sk);
+    c.send(['AUTH', authEv]);
+    expect((await c.waitFor((f) => f[0] === 'OK' && f[1] === authEv.id))[2]).toBe(true);
+    expect((await c.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+
+    await ban(owner);
+    expect(await c.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes')).toEqual(['CLOSED', 'notes', BANNED]);
+    expect(await c.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+  });
+});
+
+describe('a banned key’s requests are refused at admission', () => {
+  it('refuses REQ and COUNT, ends the socket’s other subscriptions and closes it; another key is served', async () => {
+    const mallory = newIdentity();
+    const m1 = await connect(admitting, mallory);
+    const m2 = await connect(admitting, mallory);
+    const b = await connect(admitting, bob);
+    expect((await m1.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+    expect((await m2.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+
+    await ban(mallory);
+    expect((await m1.req('again', { kinds: [1] })).end).toEqual(['CLOSED', 'again', BANNED]);
+    expect(await m1.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes')).toEqual(['CLOSED', 'notes', BANNED]);
+    expect(await m1.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+
+    const from = m2.frames.length;
+    m2.send(['COUNT', 'c', { kinds: [1] }]);
+    expect(await m2.waitFor((f) => f[1] === 'c', 5000, from)).toEqual(['CLOSED', 'c', BANNED]);
+    expect(await m2.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes', 5000, from)).toEqual(['CLOSED', 'notes', BANNED]);
+    expect(await m2.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+
+    expect((await b.req('again', { kinds: [1] })).end).toEqual(['EOSE', 'again']);
+    const fromB = b.frames.length;
+    b.send(['COUNT', 'c', { kinds: [1] }]);
+    expect((await b.waitFor((f) => f[1] === 'c', 5000, fromB))[0]).toBe('COUNT');
+  });
+
+  it.each<Via>(['nip98', 'x-pubkey'])('refuses /query and /count with 403 (%s); another key is served', async (via) => {
+    const mallory = newIdentity();
+    expect((await post(admitting, mallory, '/query', via)).status).toBe(200);
+    expect((await post(admitting, mallory, '/count', via)).status).toBe(200);
+
+    await ban(mallory);
+    expect(await post(admitting, mallory, '/query', via)).toEqual({ status: 403, body: { error: BANNED } });
+    expect(await post(admitting, mallory, '/count', via)).toEqual({ status: 403, body: { error: BANNED } });
+    expect((await post(admitting, bob, '/query', via)).status).toBe(200);
+    expect((await post(admitting, bob, '/count', via)).status).toBe(200);
+  });
+});
+
+describe('a timeout is a write block only (relay.md §2.9)', () => {
+  it('refuses the timed-out key’s EVENT and keeps serving its reads, live delivery included', async () => {
+    const tim = newIdentity();
+    const eve = newIdentity();
+    const a = await connect(sweeping, alice);
+    const t = await connect(sweeping, tim);
+    const e = await connect(sweeping, eve);
+    expect((await t.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+
+    await timeOut(tim);
+    const [ok, message] = await t.publish(tim.sign({ kind: 1, content: 'muted' }));
+    expect(ok).toBe(false);
+    expect(message).toMatch(/^restricted: you are timed out until \d+$/);
+    expect((await t.req('more', { kinds: [1], limit: 1 })).end).toEqual(['EOSE', 'more']);
+    const from = t.frames.length;
+    t.send(['COUNT', 'c', { kinds: [1] }]);
+    expect((await t.waitFor((f) => f[1] === 'c', 5000, from))[0]).toBe('COUNT');
+    expect((await post(sweeping, tim, '/query', 'nip98')).status).toBe(200);
+    expect((await post(sweeping, tim, '/count', 'x-pubkey')).status).toBe(200);
+
+    // Eve's ban, written after Tim's timeout, closing her socket shows a re-check pass has run
+    // since; Tim's socket and subscription came through it.
+    await ban(eve);
+    expect(await e.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+    await noteReaches(a, t, 'notes', 'tim still reads');
+    expect(t.closed).toBeUndefined();
+  });
+});
