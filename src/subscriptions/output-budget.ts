@@ -49,12 +49,13 @@ export class OutputBudget {
   }
 
   /**
-   * Makes room for one more frame from `sender`: while the process is at its limit
-   * (plus `slack`, the reserve a terminal frame may use), the largest holder is cut
-   * off. False when no room could be made or the sender itself was cut off.
+   * Makes room for a frame of `bytes` from `sender`: while it would take the process past
+   * its limit (plus `slack`, the reserve a terminal frame may use), the largest holder is
+   * cut off. A frame larger than the whole budget passes only when nothing else is queued.
+   * False when no room could be made or the sender itself was cut off.
    */
-  makeRoom(sender: OutputHolder, slack = 0): boolean {
-    while (this.queued >= this.limit + slack) {
+  makeRoom(sender: OutputHolder, bytes: number, slack = 0): boolean {
+    while (this.queued > 0 && this.queued + bytes > this.limit + slack) {
       const victim = this.largest();
       if (!victim) return false;
       victim.disconnectSlow();

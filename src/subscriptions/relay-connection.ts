@@ -48,6 +48,9 @@ export const SLOW_CONSUMER_CLOSE_REASON = 'slow consumer: output buffer full';
  * even for that is disconnected.
  */
 export const TERMINAL_RESERVE_BYTES = 16 * 1024;
+/** A full connection whose queued output does not shrink for this long is not reading. */
+export const SLOW_CONSUMER_STALL_MS = 250;
+const DRAIN_POLL_MS = 10;
 
 let nextConnectionId = 1;
 let nextSubscriptionToken = 1;
@@ -74,6 +77,8 @@ export class RelayConnection implements OutputHolder {
   private queued = 0;
   private released = false;
   private consecutiveFull = 0;
+  /** Set by a send that did not fit; cleared once the queue drains to half the budget. */
+  private congested = false;
   private cancelled = false;
   private corked = false;
 
@@ -117,14 +122,44 @@ export class RelayConnection implements OutputHolder {
     return result;
   }
 
+  /** True when a data frame of `bytes` fits the connection's budget (no side effects). */
+  roomFor(bytes: number): boolean {
+    return this.inflightSends < this.limits.sendBuffer && (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes);
+  }
+
+  /** Queues a subscription's EOSE; like CLOSED it may use the terminal reserve. */
+  sendEose(subId: string): SendResult {
+    return this.enqueue(JSON.stringify(['EOSE', subId]), true);
+  }
+
   /**
-   * True when a data frame would fit now; checked before work whose output would be
-   * dropped. A miss counts toward the slow-client grace like a full send. Making room
+   * True unless the client is congested (a send did not fit and its queue has not
+   * drained to half the budget since); checked before work whose output would be dropped. A miss counts toward the slow-client grace like a full send. Making room
    * may cut off other clients (the process budget) or this one.
    */
   hasOutputRoom(): boolean {
     if (this.isCancelled) return false;
-    if (this.queued < this.limits.maxQueuedBytes && this.budget.makeRoom(this)) return true;
+    if (!this.congested && this.budget.makeRoom(this, 1)) return true;
+    this.noteFull();
+    return false;
+  }
+
+  /**
+   * Waits while the output is full and the client is draining it: a client that reads,
+   * however slowly, frees some bytes within SLOW_CONSUMER_STALL_MS; one that does not is
+   * a slow consumer. False (counted like a full send) when it stalled or went away.
+   */
+  async waitForRoom(bytes: number): Promise<boolean> {
+    let last = this.queued;
+    let stallSince = Date.now();
+    while (!this.roomFor(bytes) && !this.isCancelled) {
+      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      if (this.queued < last) stallSince = Date.now();
+      last = this.queued;
+      if (Date.now() - stallSince >= SLOW_CONSUMER_STALL_MS) break;
+    }
+    if (this.isCancelled) return false;
+    if (this.roomFor(bytes)) return true;
     this.noteFull();
     return false;
   }
@@ -166,17 +201,17 @@ export class RelayConnection implements OutputHolder {
   private enqueue(text: string, terminal: boolean): SendResult {
     if (this.isCancelled) return 'closed';
     const reserve = terminal ? TERMINAL_RESERVE_BYTES : 0;
+    const bytes = Buffer.byteLength(text);
     const fits =
       (terminal || this.inflightSends < this.limits.sendBuffer) &&
-      this.queued < this.limits.maxQueuedBytes + reserve &&
-      this.budget.makeRoom(this, reserve);
+      (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes + reserve) &&
+      this.budget.makeRoom(this, bytes, reserve);
     if (this.isCancelled) return 'closed';
     if (!fits) {
       if (!terminal) this.noteFull();
       return this.isCancelled ? 'closed' : 'full';
     }
     if (!terminal) this.consecutiveFull = 0;
-    const bytes = Buffer.byteLength(text);
     this.inflightSends += 1;
     this.queued += bytes;
     this.budget.add(bytes);
@@ -186,12 +221,14 @@ export class RelayConnection implements OutputHolder {
       if (this.released) return;
       this.queued -= bytes;
       this.budget.release(bytes);
+      if (this.congested && this.queued <= this.limits.maxQueuedBytes / 2) this.congested = false;
     });
     return 'sent';
   }
 
   /** One more send that did not fit; at the grace limit the client is disconnected. */
   private noteFull(): void {
+    this.congested = true;
     this.consecutiveFull += 1;
     if (this.consecutiveFull >= this.limits.slowClientGraceLimit) this.disconnectSlow();
   }

@@ -132,7 +132,13 @@ export class ReqHandler {
         for (const ev of batch) {
           if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;
-          const result = conn.sendRaw(prefix + eventJson(ev) + ']');
+          // Over budget, nothing more is encoded until the client drains its output; a client
+          // that stopped reading loses the subscription instead.
+          const frame = prefix + eventJson(ev) + ']';
+          const bytes = Buffer.byteLength(frame);
+          if (!conn.roomFor(bytes) && !(await conn.waitForRoom(bytes))) return conn.shedSubscription(subId, token);
+          if (!conn.owns(subId, token)) return;
+          const result = conn.sendRaw(frame);
           if (result === 'full') return conn.shedSubscription(subId, token);
           if (result === 'closed') return;
           if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
@@ -143,7 +149,7 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
-    if (conn.owns(subId, token) && conn.send(['EOSE', subId]) === 'full') conn.shedSubscription(subId, token);
+    if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
     this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 
@@ -185,7 +191,7 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
-    if (conn.owns(subId, token) && conn.send(['EOSE', subId]) === 'full') return conn.shedSubscription(subId, token);
+    if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') return conn.shedSubscription(subId, token);
     conn.retireIfOwner(subId, token);
   }
 
