@@ -54,6 +54,10 @@ export interface RelayLimits {
   readonly maxConnections: number;
   readonly maxConcurrentHandlers: number;
   readonly sendBuffer: number;
+  /** Output bytes queued per connection before its sends count as full. */
+  readonly sendBufferBytes: number;
+  /** Output bytes queued across all connections before the largest holders are cut off. */
+  readonly sendBufferTotalBytes: number;
   readonly maxFrameBytes: number;
   readonly slowClientGraceLimit: number;
 }
@@ -142,6 +146,7 @@ export function defaultWriterReadCap(poolSize: number): number {
 }
 export const PRESENCE_TTL_DEFAULT_SECS = 120;
 export const PRESENCE_TTL_MAX_SECS = 180;
+const MIB = 1024 * 1024;
 
 export { ConfigError };
 
@@ -181,6 +186,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       maxConnections: r.int('BUZZ_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
       maxConcurrentHandlers: r.int('BUZZ_MAX_CONCURRENT_HANDLERS', 1024, 1, 1_000_000),
       sendBuffer: r.int('BUZZ_SEND_BUFFER', 1000, 1, 1_000_000),
+      sendBufferBytes: r.int('BUZZ_SEND_BUFFER_BYTES', 16 * MIB, 64 * 1024, 1024 * MIB),
+      sendBufferTotalBytes: r.int('BUZZ_SEND_BUFFER_TOTAL_BYTES', 256 * MIB, MIB, 64 * 1024 * MIB),
       maxFrameBytes: r.int('BUZZ_MAX_FRAME_BYTES', 524_288, 1, 64 * 1024 * 1024),
       slowClientGraceLimit: r.int('BUZZ_SLOW_CLIENT_GRACE_LIMIT', 15, 1, 1_000_000),
     },

@@ -9,6 +9,8 @@ export class RelayMetrics {
   readonly wsAuthenticatedActive = gauge({ name: 'buzz_ws_authenticated_connections_active', help: 'Authenticated WebSocket connections' });
   readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });
   readonly wsBackpressureDisconnects = counter({ name: 'buzz_ws_backpressure_disconnects_total', help: 'Connections closed because their outbound buffer stayed full' });
+  readonly wsOutputQueuedBytes = gauge({ name: 'buzz_ws_output_queued_bytes', help: 'Bytes queued for WebSocket clients and not yet written to the kernel, all connections' });
+  readonly wsSlowConsumerCloses = counter({ name: 'buzz_ws_slow_consumer_closes_total', help: 'Subscriptions ended with CLOSED because their output did not fit the budget' });
   readonly wsNotices = counter({ name: 'buzz_ws_notices_total', help: 'NOTICE frames sent, by reason class', labelNames: ['reason'] });
   readonly authAttempts = counter({ name: 'buzz_auth_attempts_total', help: 'Auth challenges issued', labelNames: ['method'] });
   readonly authOutcomes = counter({ name: 'buzz_auth_outcomes_total', help: 'Terminal auth outcomes', labelNames: ['method', 'outcome'] });

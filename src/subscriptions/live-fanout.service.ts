@@ -119,10 +119,7 @@ export class LiveFanout implements OnModuleDestroy {
         for (const [subId, sub] of held) {
           if (!conn.retireIfOwner(subId, sub.token)) continue;
           this.metrics.channelEvictions.inc();
-          if (conn.send(['CLOSED', subId, 'restricted: not a channel member']) !== 'sent') {
-            conn.cancel();
-            return;
-          }
+          if (conn.sendClosed(subId, 'restricted: not a channel member') !== 'sent') return;
         }
       });
     }
@@ -133,7 +130,8 @@ export class LiveFanout implements OnModuleDestroy {
     for (const [subId, sub] of subs) {
       // The subscription may have been closed or replaced while the check ran.
       if (conn.subscriptions.get(subId)?.token !== sub.token) continue;
-      conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`);
+      // A live event that does not fit ends the subscription: a gap the client is told about.
+      if (conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`) === 'full') conn.shedSubscription(subId, sub.token);
     }
   }
 }

@@ -2,7 +2,11 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { NostrFilter } from '../common/nostr.types.js';
 import { communityWide } from '../events/read-scope.js';
-import { RelayConnection } from './relay-connection.js';
+import { OutputBudget } from './output-budget.js';
+import { OutputEvents, RelayConnection, SLOW_CONSUMER, TERMINAL_RESERVE_BYTES } from './relay-connection.js';
+
+const log = { debug: () => undefined } as never;
+const quiet: OutputEvents = { slowClientDisconnected: () => undefined, subscriptionShed: () => undefined };
 
 function connection(): { conn: RelayConnection; sent: string[]; slow: number[] } {
   const sent: string[] = [];
@@ -21,8 +25,8 @@ function connection(): { conn: RelayConnection; sent: string[]; slow: number[] }
       this.readyState = WebSocket.CLOSED;
     },
   };
-  const log = { debug: () => undefined } as never;
-  const conn = new RelayConnection(ws as unknown as WebSocket, 'c1', 'localhost', log, { sendBuffer: 2, slowClientGraceLimit: 3, maxBufferedBytes: 1 << 20 }, (c) => slow.push(c.id));
+  const events: OutputEvents = { slowClientDisconnected: (c) => slow.push(c.id), subscriptionShed: () => undefined };
+  const conn = new RelayConnection(ws as unknown as WebSocket, 'c1', 'localhost', log, { sendBuffer: 2, slowClientGraceLimit: 3, maxQueuedBytes: 1 << 20 }, events);
   return { conn, sent, slow };
 }
 
@@ -88,8 +92,7 @@ describe('RelayConnection outbound batching', () => {
       const write = socket._write.bind(socket);
       socket._writev = (chunks: unknown[], cb: unknown) => (writes.push(chunks.length), writev(chunks, cb));
       socket._write = (chunk: unknown, enc: unknown, cb: unknown) => (writes.push(1), write(chunk, enc, cb));
-      const log = { debug: () => undefined } as never;
-      const conn = new RelayConnection(serverSide, 'c1', 'localhost', log, { sendBuffer: 100, slowClientGraceLimit: 3, maxBufferedBytes: 1 << 20 }, () => undefined);
+      const conn = new RelayConnection(serverSide, 'c1', 'localhost', log, { sendBuffer: 100, slowClientGraceLimit: 3, maxQueuedBytes: 1 << 20 }, quiet);
       for (let i = 0; i < 20; i++) expect(conn.send(['EVENT', 's', { n: i }])).toBe('sent');
       expect(conn.send(['EOSE', 's'])).toBe('sent');
       await allReceived;
@@ -99,5 +102,116 @@ describe('RelayConnection outbound batching', () => {
       client.close();
       server.close();
     }
+  });
+});
+
+/** A client that never reads: its writes never complete until it is dropped. */
+function stalled(budget: OutputBudget, maxQueuedBytes = 1000, graceLimit = 100) {
+  const sent: string[] = [];
+  const pending: Array<() => void> = [];
+  const closes: Array<[number | undefined, string | undefined]> = [];
+  const cut: number[] = [];
+  const shed: number[] = [];
+  const ws = {
+    readyState: WebSocket.OPEN as number,
+    send: (text: string, cb: () => void) => {
+      sent.push(text);
+      pending.push(cb);
+    },
+    close(code?: number, reason?: string) {
+      closes.push([code, reason]);
+      this.readyState = WebSocket.CLOSING;
+    },
+    terminate() {
+      this.readyState = WebSocket.CLOSED;
+    },
+  };
+  const events: OutputEvents = { slowClientDisconnected: (c) => cut.push(c.id), subscriptionShed: (c) => shed.push(c.id) };
+  const conn = new RelayConnection(ws as unknown as WebSocket, 'c1', 'localhost', log, { sendBuffer: 1000, slowClientGraceLimit: graceLimit, maxQueuedBytes }, events, budget);
+  const drain = () => pending.splice(0).forEach((cb) => cb());
+  return { conn, sent, closes, cut, shed, drain };
+}
+
+const frameOf = (n: number) => 'x'.repeat(n);
+
+describe('RelayConnection output budget', () => {
+  it('counts queued bytes per connection and process-wide, and gives them back as writes complete', () => {
+    const budget = new OutputBudget(1 << 20);
+    const a = stalled(budget);
+    expect(a.conn.sendRaw(frameOf(300))).toBe('sent');
+    expect(a.conn.sendRaw(frameOf(200))).toBe('sent');
+    expect(a.conn.queuedBytes).toBe(500);
+    expect(budget.total).toBe(500);
+    a.drain();
+    expect(a.conn.queuedBytes).toBe(0);
+    expect(budget.total).toBe(0);
+  });
+
+  it('refuses data past the connection budget but still queues a terminal CLOSED from the reserve', () => {
+    const budget = new OutputBudget(1 << 20);
+    const a = stalled(budget, 1000);
+    expect(a.conn.sendRaw(frameOf(1000))).toBe('sent');
+    expect(a.conn.sendRaw(frameOf(10))).toBe('full');
+    expect(a.conn.hasOutputRoom()).toBe(false);
+    const token = a.conn.claim('s', filters, scope)!;
+    a.conn.shedSubscription('s', token);
+    expect(a.sent.at(-1)).toBe(JSON.stringify(['CLOSED', 's', SLOW_CONSUMER]));
+    expect(a.shed).toHaveLength(1);
+    expect(a.conn.subscriptions.has('s')).toBe(false);
+    expect(a.conn.isCancelled).toBe(false);
+  });
+
+  it('disconnects a client with no room even for a terminal CLOSED, and releases its bytes', () => {
+    const budget = new OutputBudget(1 << 20);
+    const a = stalled(budget, 1000);
+    a.conn.sendRaw(frameOf(1000 + TERMINAL_RESERVE_BYTES));
+    expect(a.conn.sendClosed('s', 'error: x')).toBe('full');
+    expect(a.cut).toHaveLength(1);
+    expect(a.closes).toEqual([[1008, 'slow consumer: output buffer full']]);
+    expect(a.conn.isCancelled).toBe(true);
+    expect(budget.total).toBe(0);
+    a.drain();
+    expect(budget.total).toBe(0);
+  });
+
+  it('disconnects a client whose sends stay full past the grace limit', () => {
+    const budget = new OutputBudget(1 << 20);
+    const a = stalled(budget, 100, 3);
+    a.conn.sendRaw(frameOf(100));
+    expect(a.conn.sendRaw('y')).toBe('full');
+    expect(a.conn.hasOutputRoom()).toBe(false);
+    expect(a.cut).toHaveLength(0);
+    expect(a.conn.sendRaw('y')).toBe('closed');
+    expect(a.cut).toHaveLength(1);
+  });
+
+  it('cuts off the largest holder when the process budget is reached, and the sender gets its frame through', () => {
+    const budget = new OutputBudget(5000);
+    const big = stalled(budget, 4000);
+    const small = stalled(budget, 4000);
+    const reader = stalled(budget, 4000);
+    big.conn.sendRaw(frameOf(3000));
+    small.conn.sendRaw(frameOf(1000));
+    reader.conn.sendRaw(frameOf(1000));
+    expect(budget.total).toBe(5000);
+    expect(reader.conn.sendRaw(frameOf(10))).toBe('sent');
+    expect(big.cut).toHaveLength(1);
+    expect(big.conn.isCancelled).toBe(true);
+    expect(small.conn.isCancelled).toBe(false);
+    expect(budget.total).toBe(2010);
+  });
+
+  it('never lets the process total pass its budget by more than one frame', () => {
+    const budget = new OutputBudget(10_000);
+    const clients = Array.from({ length: 20 }, () => stalled(budget, 4000));
+    let peak = 0;
+    for (let round = 0; round < 50; round++) {
+      for (const c of clients) {
+        c.conn.sendRaw(frameOf(500));
+        peak = Math.max(peak, budget.total);
+      }
+    }
+    expect(peak).toBeLessThanOrEqual(10_000 + 500);
+    expect(clients.filter((c) => c.conn.isCancelled).length).toBeGreaterThan(0);
   });
 });

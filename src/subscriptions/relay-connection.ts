@@ -1,13 +1,17 @@
 /**
  * One WebSocket client: its tenant binding, auth state, subscriptions and a
- * bounded, non-blocking outbound path. Sends never wait; a client that keeps its
- * buffer full past the grace limit is disconnected instead of growing memory.
+ * bounded, non-blocking outbound path. Sends never wait. Output queued for the
+ * client is counted in bytes against its own budget and the process-wide one
+ * (OutputBudget); a send that does not fit is "full", the subscription it was for
+ * ends with `CLOSED "error: slow consumer: output buffer full"`, and a client that
+ * stays full past the grace limit is disconnected instead of growing memory.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import { NostrFilter } from '../common/nostr.types.js';
 import { ReadScope } from '../events/read-scope.js';
+import { OutputBudget, OutputHolder } from './output-budget.js';
 
 export interface LiveSubscription {
   readonly token: number;
@@ -21,16 +25,39 @@ export interface LiveSubscription {
 export interface ConnectionLimits {
   readonly sendBuffer: number;
   readonly slowClientGraceLimit: number;
-  /** Outbound bytes held by the socket beyond which a send counts as "full". */
-  readonly maxBufferedBytes: number;
+  /** Output bytes queued for this client beyond which a send counts as "full". */
+  readonly maxQueuedBytes: number;
 }
+
+/** What the owner of the connections hears about output that did not fit. */
+export interface OutputEvents {
+  /** The client is being disconnected for its output (grace exhausted, or cut off by the process budget). */
+  slowClientDisconnected(conn: RelayConnection): void;
+  /** A subscription was ended with SLOW_CONSUMER because its output did not fit. */
+  subscriptionShed(conn: RelayConnection): void;
+}
+
+/** The CLOSED reason of a subscription whose output did not fit in the budget. */
+export const SLOW_CONSUMER = 'error: slow consumer: output buffer full';
+/** Close code and reason of a client disconnected for its output. */
+export const SLOW_CONSUMER_CLOSE_CODE = 1008;
+export const SLOW_CONSUMER_CLOSE_REASON = 'slow consumer: output buffer full';
+/**
+ * Bytes past the per-connection budget that terminal frames (CLOSED) may use, so a
+ * client over budget still learns why its subscriptions ended. A client with no room
+ * even for that is disconnected.
+ */
+export const TERMINAL_RESERVE_BYTES = 16 * 1024;
+/** A full connection whose queued output does not shrink for this long is not reading. */
+export const SLOW_CONSUMER_STALL_MS = 250;
+const DRAIN_POLL_MS = 10;
 
 let nextConnectionId = 1;
 let nextSubscriptionToken = 1;
 
 export type SendResult = 'sent' | 'full' | 'closed';
 
-export class RelayConnection {
+export class RelayConnection implements OutputHolder {
   readonly id = nextConnectionId++;
   readonly challenge = randomBytes(16).toString('hex');
   readonly subscriptions = new Map<string, LiveSubscription>();
@@ -47,7 +74,11 @@ export class RelayConnection {
   private readonly pendingReqs = new Map<string, number>();
   private frameSeq = 0;
   private inflightSends = 0;
+  private queued = 0;
+  private released = false;
   private consecutiveFull = 0;
+  /** Set by a send that did not fit; cleared once the queue drains to half the budget. */
+  private congested = false;
   private cancelled = false;
   private corked = false;
   private readonly gone = new AbortController();
@@ -58,8 +89,16 @@ export class RelayConnection {
     readonly host: string,
     readonly log: Logger,
     private readonly limits: ConnectionLimits,
-    private readonly onSlowClient: (conn: RelayConnection) => void,
-  ) {}
+    private readonly output: OutputEvents,
+    private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
+  ) {
+    budget.track(this);
+  }
+
+  /** Bytes handed to the socket whose write has not reached the kernel yet. */
+  get queuedBytes(): number {
+    return this.queued;
+  }
 
   /** Aborted once the connection is cancelled or closed: the database reads it started are cancelled. */
   get readSignal(): AbortSignal {
@@ -76,19 +115,128 @@ export class RelayConnection {
   }
 
   sendRaw(text: string): SendResult {
-    if (this.isCancelled) return 'closed';
-    if (this.inflightSends >= this.limits.sendBuffer || this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.consecutiveFull += 1;
-      if (this.consecutiveFull >= this.limits.slowClientGraceLimit) this.onSlowClient(this);
-      return 'full';
+    return this.enqueue(text, false);
+  }
+
+  /**
+   * Queues a subscription's terminal CLOSED. It may use TERMINAL_RESERVE_BYTES past the
+   * budgets; a client with no room even for that is disconnected ('full' is returned).
+   */
+  sendClosed(subId: string, reason: string): SendResult {
+    const result = this.enqueue(JSON.stringify(['CLOSED', subId, reason]), true);
+    if (result === 'full') this.disconnectSlow();
+    return result;
+  }
+
+  /** True when a data frame of `bytes` fits the connection's budget (no side effects). */
+  roomFor(bytes: number): boolean {
+    return this.inflightSends < this.limits.sendBuffer && (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes);
+  }
+
+  /** Queues a subscription's EOSE; like CLOSED it may use the terminal reserve. */
+  sendEose(subId: string): SendResult {
+    return this.enqueue(JSON.stringify(['EOSE', subId]), true);
+  }
+
+  /**
+   * True unless the client is congested (a send did not fit and its queue has not
+   * drained to half the budget since); checked before work whose output would be dropped. A miss counts toward the slow-client grace like a full send. Making room
+   * may cut off other clients (the process budget) or this one.
+   */
+  hasOutputRoom(): boolean {
+    if (this.isCancelled) return false;
+    if (!this.congested && this.budget.makeRoom(this, 1)) return true;
+    this.noteFull();
+    return false;
+  }
+
+  /**
+   * Waits while the output is full and the client is draining it: a client that reads,
+   * however slowly, frees some bytes within SLOW_CONSUMER_STALL_MS; one that does not is
+   * a slow consumer. False (counted like a full send) when it stalled or went away.
+   */
+  async waitForRoom(bytes: number): Promise<boolean> {
+    let last = this.queued;
+    let stallSince = Date.now();
+    while (!this.roomFor(bytes) && !this.isCancelled) {
+      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      if (this.queued < last) stallSince = Date.now();
+      last = this.queued;
+      if (Date.now() - stallSince >= SLOW_CONSUMER_STALL_MS) break;
     }
-    this.consecutiveFull = 0;
+    if (this.isCancelled) return false;
+    if (this.roomFor(bytes)) return true;
+    this.noteFull();
+    return false;
+  }
+
+  /**
+   * Ends a subscription whose output did not fit: retired (if `token` still owns it),
+   * then `CLOSED SLOW_CONSUMER`. Without a token, whatever holds the id is retired.
+   */
+  shedSubscription(subId: string, token?: number): void {
+    if (token === undefined) this.retire(subId);
+    else if (!this.retireIfOwner(subId, token)) return;
+    if (this.isCancelled) return;
+    this.output.subscriptionShed(this);
+    this.sendClosed(subId, SLOW_CONSUMER);
+  }
+
+  /**
+   * Disconnects a client for its output: a close frame (1008), then the socket is
+   * dropped at once and its queued bytes released. The close frame reaches only a
+   * client whose socket still had room; one that stopped reading sees a reset.
+   */
+  disconnectSlow(): void {
+    if (!this.cancelled) this.output.slowClientDisconnected(this);
+    this.uncork();
+    this.cancel(SLOW_CONSUMER_CLOSE_CODE, SLOW_CONSUMER_CLOSE_REASON);
+    this.ws.terminate();
+    this.releaseOutput();
+  }
+
+  /** Gives the connection's queued bytes back to the process budget (socket gone). */
+  releaseOutput(): void {
+    if (this.released) return;
+    this.released = true;
+    this.budget.release(this.queued);
+    this.queued = 0;
+    this.budget.untrack(this);
+  }
+
+  private enqueue(text: string, terminal: boolean): SendResult {
+    if (this.isCancelled) return 'closed';
+    const reserve = terminal ? TERMINAL_RESERVE_BYTES : 0;
+    const bytes = Buffer.byteLength(text);
+    const fits =
+      (terminal || this.inflightSends < this.limits.sendBuffer) &&
+      (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes + reserve) &&
+      this.budget.makeRoom(this, bytes, reserve);
+    if (this.isCancelled) return 'closed';
+    if (!fits) {
+      if (!terminal) this.noteFull();
+      return this.isCancelled ? 'closed' : 'full';
+    }
+    if (!terminal) this.consecutiveFull = 0;
     this.inflightSends += 1;
+    this.queued += bytes;
+    this.budget.add(bytes);
     this.corkUntilNextTick();
     this.ws.send(text, () => {
       this.inflightSends -= 1;
+      if (this.released) return;
+      this.queued -= bytes;
+      this.budget.release(bytes);
+      if (this.congested && this.queued <= this.limits.maxQueuedBytes / 2) this.congested = false;
     });
     return 'sent';
+  }
+
+  /** One more send that did not fit; at the grace limit the client is disconnected. */
+  private noteFull(): void {
+    this.congested = true;
+    this.consecutiveFull += 1;
+    if (this.consecutiveFull >= this.limits.slowClientGraceLimit) this.disconnectSlow();
   }
 
   /**
@@ -98,14 +246,21 @@ export class RelayConnection {
    */
   private corkUntilNextTick(): void {
     if (this.corked) return;
-    const socket = (this.ws as unknown as { _socket?: { cork?: () => void; uncork: () => void } })._socket;
+    const socket = this.rawSocket();
     if (typeof socket?.cork !== 'function') return;
     this.corked = true;
     socket.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      socket.uncork();
-    });
+    process.nextTick(() => this.uncork());
+  }
+
+  private uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.rawSocket()?.uncork();
+  }
+
+  private rawSocket(): { cork?: () => void; uncork: () => void } | undefined {
+    return (this.ws as unknown as { _socket?: { cork?: () => void; uncork: () => void } })._socket;
   }
 
   /**

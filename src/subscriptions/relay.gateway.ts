@@ -15,19 +15,21 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { AuthHandler } from './auth.handler.js';
 import { EventHandler } from './event.handler.js';
 import { LiveFanout } from './live-fanout.service.js';
-import { RelayConnection } from './relay-connection.js';
+import { OutputBudget } from './output-budget.js';
+import { OutputEvents, RelayConnection } from './relay-connection.js';
 import { ReqHandler } from './req.handler.js';
 import { tenantOf } from './relay-ws.adapter.js';
 
 export const PING_INTERVAL_MS = 30_000;
 export const MAX_MISSED_PONGS = 3;
 export const AUTH_DEADLINE_MS = 5_000;
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 @WebSocketGateway()
 export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private readonly connections = new Set<RelayConnection>();
   private readonly pinger: NodeJS.Timeout;
+  private readonly outputBudget: OutputBudget;
+  private readonly outputEvents: OutputEvents;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -39,6 +41,14 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     private readonly reqs: ReqHandler,
   ) {
     this.logger.setContext('RelayGateway');
+    this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes);
+    this.outputEvents = {
+      slowClientDisconnected: (c) => {
+        this.metrics.wsBackpressureDisconnects.inc();
+        this.logger.debug({ connId: c.id, queuedBytes: c.queuedBytes }, 'slow consumer disconnected');
+      },
+      subscriptionShed: () => this.metrics.wsSlowConsumerCloses.inc(),
+    };
     this.pinger = setInterval(() => this.heartbeat(), PING_INTERVAL_MS);
     this.pinger.unref();
   }
@@ -66,11 +76,9 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   }
 
   private open(ws: WebSocket, communityId: string, host: string): RelayConnection {
-    const limits = { sendBuffer: this.config.limits.sendBuffer, slowClientGraceLimit: this.config.limits.slowClientGraceLimit, maxBufferedBytes: MAX_BUFFERED_BYTES };
-    const conn = new RelayConnection(ws, communityId, host, this.logger.logger, limits, (c) => {
-      this.metrics.wsBackpressureDisconnects.inc();
-      c.cancel();
-    });
+    const { sendBuffer, slowClientGraceLimit, sendBufferBytes } = this.config.limits;
+    const limits = { sendBuffer, slowClientGraceLimit, maxQueuedBytes: sendBufferBytes };
+    const conn = new RelayConnection(ws, communityId, host, this.logger.logger, limits, this.outputEvents, this.outputBudget);
     this.connections.add(conn);
     this.fanout.add(conn);
     this.metrics.wsConnectionsTotal.inc({ community: communityId });
@@ -117,6 +125,8 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
       case 'EVENT':
         return void this.events.handle(conn, msg.event);
       case 'REQ':
+        // A client whose output is full gets no new history to read and encode.
+        if (!conn.hasOutputRoom()) return conn.shedSubscription(msg.subId);
         return void this.reqs.handleReq(conn, msg.subId, msg.filters, conn.noteReq(msg.subId));
       case 'COUNT':
         return void this.reqs.handleCount(conn, msg.subId, msg.filters);
@@ -143,6 +153,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private teardown(conn: RelayConnection): void {
     if (!this.connections.delete(conn)) return;
     conn.cancel();
+    conn.releaseOutput();
     this.fanout.remove(conn);
     this.metrics.wsConnectionsActive.dec();
     if (conn.authState === 'authenticated') this.metrics.wsAuthenticatedActive.dec();

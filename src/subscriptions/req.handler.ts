@@ -100,7 +100,7 @@ export class ReqHandler {
   /** Retires whatever holds the id, even an unknown one, then acknowledges. */
   handleClose(conn: RelayConnection, subId: string): void {
     conn.retire(subId);
-    conn.send(['CLOSED', subId, '']);
+    conn.sendClosed(subId, '');
   }
 
   /**
@@ -148,12 +148,23 @@ export class ReqHandler {
     const started = process.hrtime.bigint();
     const prefix = `["EVENT",${JSON.stringify(subId)},`;
     let sent = 0;
+    // Output that does not fit ends the subscription (CLOSED, no EOSE) and stops the read:
+    // leaving the loop closes the cursor, so nothing more is fetched or encoded.
+    if (!conn.hasOutputRoom()) return conn.shedSubscription(subId, token);
     try {
       for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
         for (const ev of batch) {
           if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
           if (!conn.owns(subId, token)) return;
-          if (conn.sendRaw(prefix + eventJson(ev) + ']') !== 'sent') return;
+          // Over budget, nothing more is encoded until the client drains its output; a client
+          // that stopped reading loses the subscription instead.
+          const frame = prefix + eventJson(ev) + ']';
+          const bytes = Buffer.byteLength(frame);
+          if (!conn.roomFor(bytes) && !(await conn.waitForRoom(bytes))) return conn.shedSubscription(subId, token);
+          if (!conn.owns(subId, token)) return;
+          const result = conn.sendRaw(frame);
+          if (result === 'full') return conn.shedSubscription(subId, token);
+          if (result === 'closed') return;
           if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
         }
       }
@@ -162,7 +173,7 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
-    if (conn.owns(subId, token)) conn.send(['EOSE', subId]);
+    if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
     this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 
@@ -191,7 +202,9 @@ export class ReqHandler {
             if (emitted >= limit || seen.has(ev.id) || !matchFilter(ev, plain) || !eventVisibleToReader(ev, conn.pubkey!)) continue;
             if (!conn.owns(subId, token)) return;
             seen.add(ev.id);
-            conn.send(['EVENT', subId, ev]);
+            const result = conn.send(['EVENT', subId, ev]);
+            if (result === 'full') return conn.shedSubscription(subId, token);
+            if (result === 'closed') return;
             emitted += 1;
           }
           if (rows.length < SEARCH_PAGE_SIZE) break;
@@ -202,18 +215,18 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
-    if (conn.owns(subId, token)) conn.send(['EOSE', subId]);
+    if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') return conn.shedSubscription(subId, token);
     conn.retireIfOwner(subId, token);
   }
 
   /**
    * Owner-checked close: silent when superseded; otherwise retire and queue the
    * terminal frame in the same step. A terminal frame that cannot be queued
-   * cancels the connection rather than leave a subscription that will never
-   * receive fan-out.
+   * disconnects the client (sendClosed) rather than leave a subscription that
+   * will never receive fan-out.
    */
   private closeIfOwner(conn: RelayConnection, subId: string, token: number, reason: string): void {
     if (!conn.retireIfOwner(subId, token)) return;
-    if (conn.send(['CLOSED', subId, reason]) !== 'sent') conn.cancel();
+    conn.sendClosed(subId, reason);
   }
 }

@@ -73,7 +73,7 @@ function client(pubkey: string, nipOaOwner?: string): Client {
     },
   };
   const log = { info: () => undefined, debug: () => undefined } as never;
-  const conn = new RelayConnection(ws as unknown as WebSocket, communityId, 'bans.test', log, { sendBuffer: 100, slowClientGraceLimit: 15, maxBufferedBytes: 1 << 20 }, () => undefined);
+  const conn = new RelayConnection(ws as unknown as WebSocket, communityId, 'bans.test', log, { sendBuffer: 100, slowClientGraceLimit: 15, maxQueuedBytes: 1 << 20 }, { slowClientDisconnected: () => undefined, subscriptionShed: () => undefined });
   conn.authState = 'authenticated';
   conn.pubkey = pubkey;
   conn.nipOaOwner = nipOaOwner;
