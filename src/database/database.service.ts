@@ -8,7 +8,17 @@ import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } fro
 import { DB } from './database.types.js';
 import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
-import { createProbePool, createReaderPool, createWriterPool, endPool, isPoolTimeout, WRITER_POOL_MIN } from './pools.js';
+import {
+  ACQUIRE_TIMEOUT_MESSAGE,
+  createProbePool,
+  createReaderPool,
+  createWriterPool,
+  endPool,
+  isDialFailure,
+  isPoolTimeout,
+  READER_ACQUIRE_TIMEOUT_MS,
+  WRITER_POOL_MIN,
+} from './pools.js';
 
 export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 
@@ -26,6 +36,8 @@ export class DatabaseService implements OnApplicationShutdown {
   readonly writer: Kysely<DB>;
   readonly reader: Kysely<DB> | undefined;
   private readerState: ReaderState;
+  /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
+  private lastReaderDial: 'connected' | 'failed' | undefined;
   private probe: Pool | undefined;
   private readonly startHooks: Array<() => Promise<unknown>> = [];
   private readonly onPoolError: (role: string, err: Error) => void;
@@ -80,10 +92,56 @@ export class DatabaseService implements OnApplicationShutdown {
     return this.acquire(this.writerPool, { poolRole: 'writer', operation }, false);
   }
 
-  /** An instrumented reader checkout; emits the legacy families too (§6.2). */
+  /**
+   * An instrumented reader checkout; emits the legacy families too (§6.2). The read waits at most
+   * READER_ACQUIRE_TIMEOUT_MS and then fails with the pool-timeout message, but a dial it started
+   * goes on (to READER_DIAL_TIMEOUT_MS): a connection that arrives late goes back to the pool for
+   * the next read, and how the dial ended is kept for readerDialsFailing().
+   */
   acquireReader(operation: ReaderPoolOperation): Promise<PoolClient> {
-    if (!this.readerPool) return Promise.reject(new Error('no reader pool configured'));
-    return this.acquire(this.readerPool, { poolRole: 'reader', operation }, true);
+    const pool = this.readerPool;
+    if (!pool) return Promise.reject(new Error('no reader pool configured'));
+    const what = { poolRole: 'reader', operation } as const;
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    this.metrics.acquireBegin(what);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        this.metrics.acquireEnd(what, 'timeout', seconds(), true);
+        reject(new Error(ACQUIRE_TIMEOUT_MESSAGE));
+      }, READER_ACQUIRE_TIMEOUT_MS);
+      pool.connect().then(
+        (client) => {
+          this.lastReaderDial = 'connected';
+          if (settled) return client.release();
+          settled = true;
+          clearTimeout(timer);
+          this.metrics.acquireEnd(what, 'success', seconds(), true);
+          resolve(client);
+        },
+        (err: unknown) => {
+          if (isDialFailure(err)) this.lastReaderDial = 'failed';
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
+          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), true);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /**
+   * Whether the reader's last settled checkout was a dial that failed (refused, reset, timed out
+   * at READER_DIAL_TIMEOUT_MS): the replica is down or not answering, rather than busy. A
+   * checkout that times out while dials are still under way, or after the last one connected, is
+   * a busy reader (issue 17: such reads are shed, not sent to the writer).
+   */
+  readerDialsFailing(): boolean {
+    return this.lastReaderDial === 'failed';
   }
 
   /** §3.3: every connection the reader may hold exists and none is idle. */

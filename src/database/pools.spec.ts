@@ -1,6 +1,6 @@
 import { loadConfig } from '../config/app-config.js';
 import { PROBE_APPLICATION_NAME } from '../replica-fence/replica-fence.constants.js';
-import { createProbePool, createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS } from './pools.js';
+import { createProbePool, createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from './pools.js';
 
 const UNROUTABLE = 'postgres://buzz:pw@10.255.255.1:5432/buzz';
 
@@ -13,7 +13,7 @@ describe('pools', () => {
   it('connect_read_pool_is_lazy_and_independently_sized', async () => {
     const pool = createReaderPool(cfg, UNROUTABLE, () => undefined);
     expect(pool.totalCount).toBe(0);
-    expect(opts(pool)).toMatchObject({ max: 7, min: 0, connectionTimeoutMillis: 150, maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS });
+    expect(opts(pool)).toMatchObject({ max: 7, min: 0, connectionTimeoutMillis: READER_DIAL_TIMEOUT_MS, maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS });
     await endPool(pool);
   });
 

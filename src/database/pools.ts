@@ -23,7 +23,16 @@ export const WRITER_POOL_MIN = 2;
 export const WRITER_ACQUIRE_TIMEOUT_MS = 3000;
 export const POOL_MAX_LIFETIME_SECS = 1800;
 export const POOL_IDLE_TIMEOUT_MS = 600_000;
+/** How long a read waits for a reader connection (DatabaseService.acquireReader). */
 export const READER_ACQUIRE_TIMEOUT_MS = 150;
+/**
+ * How long one reader dial may take. pg-pool ends a dial at its `connectionTimeoutMillis`, so
+ * with the 150 ms acquire budget there a replica busy accepting (a reconnect storm opening every
+ * connection at once) never finished a dial: the pool could not grow and history reads fell to
+ * the writer as if the replica were down. Dials now run to this bound in the background while the
+ * read that started them gives up at the acquire budget.
+ */
+export const READER_DIAL_TIMEOUT_MS = 2000;
 /** Tighten-only, transaction-local statement deadline of every reader transaction (design choice, §2.1). */
 export const READER_STATEMENT_TIMEOUT_MS = 20_000;
 /** Client-side guard against a stalled replica socket: the server deadline plus a margin. */
@@ -71,7 +80,7 @@ export function createReaderPool(cfg: DatabaseConfig, url: string, onError: Pool
     application_name: 'buzz-relay-reader',
     max: cfg.readPoolSize,
     min: 0,
-    connectionTimeoutMillis: READER_ACQUIRE_TIMEOUT_MS,
+    connectionTimeoutMillis: READER_DIAL_TIMEOUT_MS,
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     query_timeout: READER_CLIENT_TIMEOUT_MS,
@@ -103,6 +112,18 @@ export function createProbePool(writerUrl: string, onError: PoolErrorSink): Pool
     Client: CallbackQueryClient,
   });
   return withErrorListener(pool, 'fence_probe', onError);
+}
+
+/** The message of an acquire that ran out of time (pg-pool's own, and DatabaseService.acquireReader's). */
+export const ACQUIRE_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+
+/**
+ * Whether a failed pool checkout says the server did not take a connection: a dial refused,
+ * reset, failed or timed out. pg-pool's waiting-for-a-free-connection timeout is not one.
+ */
+export function isDialFailure(err: unknown): boolean {
+  const msg = (err as { message?: unknown } | null)?.message;
+  return !(typeof msg === 'string' && msg.includes(ACQUIRE_TIMEOUT_MESSAGE));
 }
 
 /** pg-pool's own acquire-timeout error (no SQLSTATE). */

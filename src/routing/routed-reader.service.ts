@@ -88,7 +88,7 @@ export class RoutedReader {
     const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
     if (!(tx instanceof ReaderTx)) {
       permit?.release();
-      if (tx === 'reader_acquire_timeout' && this.shedsOnSaturation(operation)) this.reject(req.path, 'reader_acquire_timeout');
+      if (tx === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
       if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
       return this.toWriter(req.path, tx, tx);
     }
@@ -265,12 +265,16 @@ export class RoutedReader {
   }
 
   /**
-   * §3.3: a history read whose reader acquire timed out on a saturated pool (every connection
-   * exists, none idle) is shed. A pool that is not saturated timed out because the reader is
-   * down rather than busy (refused or stalled dials), and the read falls back to the writer.
+   * §3.3: a history read whose reader acquire timed out is shed when the reader is busy, and
+   * falls back to the writer only when it is down. Busy: its connections are all in use, or it
+   * is still opening them, and its last dial connected. Down: its last dial failed (refused,
+   * reset, or timed out at READER_DIAL_TIMEOUT_MS). The pool's counters cannot tell the two apart
+   * (a dial in flight counts as a connection), and judged by them a storm that had the pool still
+   * dialing sent its history reads to the writer (issue 17).
    */
-  private shedsOnSaturation(operation: ReaderOperation): boolean {
-    return operation === 'subscription_history' && !this.config.bench.spillHistory && this.db.readerSaturated();
+  private shedsOnAcquireTimeout(operation: ReaderOperation): boolean {
+    if (operation !== 'subscription_history' || this.config.bench.spillHistory) return false;
+    return !this.db.readerDialsFailing();
   }
 
   /** Records the one route event of a shed read (never a spill) and throws the pool-timeout error. */

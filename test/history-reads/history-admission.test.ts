@@ -223,9 +223,10 @@ describe('match_nothing_reads_take_no_connection', () => {
     }
   });
 
-  (faults.supported ? it : it.skip)('control: a history read against an unreachable (frozen) reader falls back to the writer', async () => {
-    // A frozen replica accepts TCP and never answers: the dial times out like a busy pool would,
-    // but the pool is not saturated (the timed-out dial is gone), so the reader is down, not busy.
+  (faults.supported ? it : it.skip)('control: a history read against an unreachable (frozen) reader is shed until a dial fails, then falls back to the writer', async () => {
+    // A frozen replica accepts TCP and never answers. Its pooled connection fails the proof; a
+    // fresh dial looks like a busy replica's until it fails at READER_DIAL_TIMEOUT_MS (issue 17:
+    // a busy reader sheds, never spills); from then on the reader is down and reads fall back.
     const count = () => query.count(communityWide(community), [{ kinds: [1], tags: {}, extensions: {} }], { path: 'count_req' });
     expect(await count()).toBe(0);
     // Let the release check return the connection first: a connection frozen mid-ROLLBACK would
@@ -240,7 +241,16 @@ describe('match_nothing_reads_take_no_connection', () => {
       expect(Object.keys(o.routes)).toHaveLength(1);
       expect(Object.keys(o.routes)[0]).toMatch(/^count_req\/writer\/reader_(acquire_timeout|proof_timeout)$/);
       expect(Object.keys(o.routes).some((k) => k.includes('rejected'))).toBe(false);
-      // Once its connection is gone, a fresh dial times out at the 150 ms acquire budget.
+      // Its connection is gone; the next read's dial hangs, so it is shed.
+      await waitUntil('the frozen connection closed', () => pool.totalCount === 0 || layer.database.readerDialsFailing());
+      if (!layer.database.readerDialsFailing()) {
+        const shed = await observe(count);
+        expect(shed.routes).toEqual({ 'count_req/rejected/reader_acquire_timeout': 1 });
+      }
+      await waitUntil('a dial to the frozen replica failed', () => layer.database.readerDialsFailing(), 10_000);
+      // Down: the writer serves. (The forced proof is renewed: the probe is stopped in this layer
+      // and the wait above may have aged it past the budget.)
+      layer.fence.ring.forceOpen(FAR_WALL);
       const again = await observe(count);
       expect(again.routes).toEqual({ 'count_req/writer/reader_acquire_timeout': 1 });
     } finally {
@@ -249,6 +259,9 @@ describe('match_nothing_reads_take_no_connection', () => {
   }, 30_000);
 
   (faults.supported ? it : it.skip)('control: a stopped reader (refused dials) falls back to the writer', async () => {
+    // The probe is stopped in this layer: keep the forced proof within the budget (an earlier
+    // test may have aged it), so the decision is about the reader alone.
+    layer.fence.ring.forceOpen(FAR_WALL);
     await db.cluster.stopReplica();
     try {
       const o = await observe(() => routedWhere(layer, 'req_historical'));
