@@ -134,7 +134,7 @@ export class BridgeQueryService {
   private async channelWindow(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const p = windowParams(f);
     const settings = await this.communities.settings(reader.communityId);
-    const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel };
+    const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel, reader: reader.pubkey };
     const { page, session } = strong(f)
       ? { page: await this.routed.writerRead('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query)), session: undefined }
       : await this.routed.session(

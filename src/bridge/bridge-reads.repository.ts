@@ -12,6 +12,7 @@ import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
 import { isEventRefId, referencingCtes } from '../events/event-read.repository.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
+import { visibilitySql } from '../events/visibility.js';
 
 export interface WindowQuery {
   readonly channelId: string;
@@ -19,6 +20,8 @@ export interface WindowQuery {
   readonly kinds: readonly number[] | undefined;
   readonly cursor: { until: number; beforeId: string } | undefined;
   readonly repliesInChannel: boolean;
+  /** Whose visibility rules apply (events/visibility.ts). */
+  readonly reader: string;
 }
 
 export interface ThreadSummary {
@@ -44,7 +47,7 @@ export class BridgeReadsRepository {
         left join thread_metadata t
           on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
        where e.community_id = ${communityId}::uuid and e.channel_id = ${q.channelId}::uuid and e.deleted_at is null
-         ${kinds} ${cursor} and ${rowPredicate}
+         ${kinds} ${cursor} and ${rowPredicate} ${visibilitySql(q.reader, q.kinds)}
        order by e.created_at desc, e.id asc
        limit ${q.limit + 1}`.execute(db);
     return rows.map(rowToEvent);
@@ -128,7 +131,7 @@ export class BridgeReadsRepository {
       select ${EVENT_COLUMNS} from event_mentions m
         join events e on e.community_id = m.community_id and e.id = m.event_id and e.created_at = m.event_created_at
        where m.community_id = ${scope.communityId}::uuid and m.pubkey_hex = ${reader} and e.deleted_at is null
-         and e.pubkey <> decode(${reader}, 'hex') and ${scopeSql(scope)} ${sinceSql} ${open}
+         and e.pubkey <> decode(${reader}, 'hex') and ${scopeSql(scope)} ${visibilitySql(scope.reader, undefined)} ${sinceSql} ${open}
        order by m.event_created_at desc, e.id asc
        limit ${limit}`.execute(db);
     return rows.map(rowToEvent);
@@ -141,7 +144,7 @@ export class BridgeReadsRepository {
     const { rows } = await sql<EventRow>`
       select ${EVENT_COLUMNS} from events e
        where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.channel_id is not null
-         and ${scopeSql(scope)} ${sinceSql}
+         and ${scopeSql(scope)} ${visibilitySql(scope.reader, undefined)} ${sinceSql}
        order by e.created_at desc, e.id asc
        limit ${limit}`.execute(db);
     return rows.map(rowToEvent);
@@ -165,7 +168,7 @@ export class BridgeReadsRepository {
       select ${EVENT_COLUMNS} from thread_metadata t
         join events e on e.community_id = t.community_id and e.created_at = t.event_created_at and e.id = t.event_id
        where t.community_id = ${scope.communityId}::uuid and t.root_event_id = decode(${rootId}, 'hex')
-         and t.depth between 1 and ${depthLimit} and e.deleted_at is null and ${scopeSql(scope)} ${after}
+         and t.depth between 1 and ${depthLimit} and e.deleted_at is null and ${scopeSql(scope)} ${visibilitySql(scope.reader, undefined)} ${after}
        order by e.created_at asc, e.id asc
        limit ${limit}`.execute(db);
     return rows.map(rowToEvent);
@@ -185,7 +188,7 @@ function refMatches(scope: ReadScope, ids: readonly string[], kinds: readonly nu
     scope.communityId,
     ids.map((id) => Buffer.from(id, 'hex')),
     kinds,
-    sql`e.deleted_at is null and ${scopeSql(scope)}`,
+    sql`e.deleted_at is null and ${scopeSql(scope)} ${visibilitySql(scope.reader, kinds)}`,
     afterKeyset(after, sql.ref('rf.event_created_at'), sql.ref('rf.event_id')),
   );
 }
@@ -198,6 +201,6 @@ function ginMatches(scope: ReadScope, ids: readonly string[], kinds: readonly nu
        where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null
          and e.kind = any(${kinds as number[]}::int[])
          and e.tags @> any(${probes}::jsonb[])
-         and ${scopeSql(scope)} ${afterKeyset(after, sql.ref('e.created_at'), sql.ref('e.id'))}
+         and ${scopeSql(scope)} ${visibilitySql(scope.reader, kinds)} ${afterKeyset(after, sql.ref('e.created_at'), sql.ref('e.id'))}
     )`;
 }

@@ -14,7 +14,7 @@ import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { EventQueryService } from '../events/event-query.service.js';
+import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
@@ -33,7 +33,7 @@ export class BridgeController {
     private readonly bans: BanGate,
     private readonly bridge: BridgeQueryService,
     private readonly access: ReadAccessService,
-    private readonly queries: EventQueryService,
+    private readonly counts: CountService,
   ) {}
 
   @Post('query')
@@ -52,7 +52,7 @@ export class BridgeController {
     let total = 0;
     for (const f of filters) {
       const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
-      if (scope) total += await this.queries.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey });
+      if (scope) total += await this.counts.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey }).catch(tooBroadIs400);
     }
     return { count: total };
   }
@@ -113,6 +113,10 @@ function ownerFromHeader(value: string | undefined, agent: string): string | und
   const proof = verifyAuthTag(tag as string[], agent, Math.floor(Date.now() / 1000));
   if (proof.kind !== 'owner') throw new HttpError(401, `invalid x-auth-tag: ${proof.kind === 'invalid' ? proof.reason : 'no owner'}`);
   return proof.owner;
+}
+
+function tooBroadIs400(err: unknown): never {
+  throw err instanceof CountTooBroadError ? new HttpError(400, COUNT_TOO_BROAD_MESSAGE) : err;
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

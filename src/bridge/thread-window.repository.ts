@@ -12,6 +12,7 @@ import { isEventRefId, referencingCtes } from '../events/event-read.repository.j
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
 import { ReadScope } from '../events/read-scope.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
+import { visibilitySql } from '../events/visibility.js';
 
 export interface WindowCursor {
   readonly createdAt: number;
@@ -26,6 +27,8 @@ export interface ThreadWindowQuery {
   readonly cursor: WindowCursor | undefined;
   /** Rows wanted; one more is read to learn has_more. */
   readonly limit: number;
+  /** Whose visibility rules apply (events/visibility.ts). */
+  readonly reader: string;
 }
 
 /** Rows plus what they cost the request's scan budget (content + tags bytes). */
@@ -79,7 +82,7 @@ export class ThreadWindowRepository {
         cross join lateral (
           select e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig from events e
            where e.community_id = t.community_id and e.created_at = t.event_created_at and e.id = t.event_id
-             and e.deleted_at is null ${kinds}
+             and e.deleted_at is null ${kinds} ${visibilitySql(q.reader, q.kinds)}
            limit 1) e
        where t.community_id = ${communityId}::uuid and t.channel_id = ${q.channelId}::uuid
          and t.root_event_id = decode(${q.rootId}, 'hex') and t.depth between 1 and ${q.depthLimit} ${older}
@@ -100,7 +103,7 @@ export class ThreadWindowRepository {
   async auxPage(db: Kysely<DB>, scope: ReadScope, targetIds: readonly string[], kinds: readonly number[], after: WindowCursor | undefined, pageSize: number): Promise<ScannedRows> {
     const keyset = (at: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
       after ? sql`and (${at} > to_timestamp(${after.createdAt}) or (${at} = to_timestamp(${after.createdAt}) and ${id} > decode(${after.id}, 'hex')))` : sql``;
-    const live = sql`e.deleted_at is null and ${scopeSql(scope)}`;
+    const live = sql`e.deleted_at is null and ${scopeSql(scope)} ${visibilitySql(scope.reader, kinds)}`;
     const matches = targetIds.every((id) => isEventRefId(id))
       ? referencingCtes(scope.communityId, targetIds.map((id) => Buffer.from(id, 'hex')), kinds, live, keyset(sql.ref('rf.event_created_at'), sql.ref('rf.event_id')))
       : sql`m as materialized (

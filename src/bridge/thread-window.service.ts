@@ -134,6 +134,7 @@ export class ThreadWindowService {
       kinds: job.filter.kinds,
       cursor: job.window.cursor,
       limit: job.thread.limit,
+      reader: reader.pubkey,
     };
     const opened = await this.openPage(reader, job.filter, q, deadline, budget);
     try {
@@ -144,7 +145,7 @@ export class ThreadWindowService {
       if (job.thread.includeAux) {
         // The head window also carries the root's own reactions and edits.
         const targets = [...(q.cursor ? [] : [q.rootId]), ...rows.map((r) => r.id)];
-        const scope: ReadScope = { communityId: reader.communityId, channels: [channelId], includeGlobal: true };
+        const scope: ReadScope = { communityId: reader.communityId, channels: [channelId], includeGlobal: true, reader: reader.pubkey };
         out.push(...(await this.auxClosure(opened.run, scope, targets, reader.pubkey, deadline, budget)));
       }
       out.push(this.boundsOverlay(q, slice, opened.page.rows.length > q.limit));

@@ -30,7 +30,7 @@ export class ReadAccessService {
       const requested = [...new Set(filters.flatMap((f) => f.tags.h!.map((h) => h.toLowerCase())).filter((h) => UUID.test(h)))];
       const allowed = await this.access.authorize(communityId, pubkey, requested);
       if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
-      const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false };
+      const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false, reader: pubkey };
       // A REQ pinned to one channel skips the sensitive-kind gates (relay.md §2.6 step 8).
       if (allowed.length === 1) return { ok: true, scope };
       return this.gate(filters, pubkey, wording) ?? { ok: true, scope };
@@ -38,17 +38,17 @@ export class ReadAccessService {
     const gate = this.gate(filters, pubkey, wording);
     if (gate) return gate;
     const accessible = await this.access.accessible(communityId, pubkey);
-    return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true } };
+    return { ok: true, scope: { communityId, channels: [...accessible], includeGlobal: true, reader: pubkey } };
   }
 
   /** Per-filter scope for the bridge: a filter whose requested channels are all inaccessible yields undefined (skipped). */
   async filterScope(communityId: string, pubkey: string, filter: NostrFilter): Promise<ReadScope | undefined> {
     const requested = filter.tags.h;
     if (!requested || requested.length === 0) {
-      return { communityId, channels: [...(await this.access.accessible(communityId, pubkey))], includeGlobal: true };
+      return { communityId, channels: [...(await this.access.accessible(communityId, pubkey))], includeGlobal: true, reader: pubkey };
     }
     const allowed = await this.access.authorize(communityId, pubkey, [...new Set(requested.map((h) => h.toLowerCase()).filter((h) => UUID.test(h)))]);
-    return allowed.length === 0 ? undefined : { communityId, channels: allowed, includeGlobal: false };
+    return allowed.length === 0 ? undefined : { communityId, channels: allowed, includeGlobal: false, reader: pubkey };
   }
 
   /** Sensitive-kind gates for reads that are not pinned to one channel. */

@@ -11,6 +11,7 @@ import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
+import { visibilityFragment } from './visibility.js';
 import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { GENERIC_PLAN } from '../database/statement-cache.js';
@@ -350,6 +351,9 @@ function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs
   if (f.authors) conds.push(f.authors.length === 1 ? frag`pubkey = ${hexArray(f.authors)[0]}` : frag`pubkey = any(${hexArray(f.authors)}::bytea[])`);
   if (f.kinds) conds.push(f.kinds.length === 1 ? frag`kind = ${f.kinds[0]}::int` : frag`kind = any(${f.kinds}::int[])`);
   conds.push(...createdAtBounds(f, 'created_at', 'id'));
+  // The reader's visibility rules, before LIMIT too: a page or a count holds only rows they may see.
+  const visible = scope.reader === undefined ? undefined : visibilityFragment(scope.reader, f.kinds);
+  if (visible) conds.push(visible);
   const tagsByKey = new Map<string, SqlFragment[]>();
   for (const [key, values] of Object.entries(f.tags)) {
     if (values.length === 0) return undefined;

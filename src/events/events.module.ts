@@ -7,6 +7,7 @@ import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
+import { CountService } from './count.service.js';
 import { EventQueryService } from './event-query.service.js';
 import { EventReadRepository } from './event-read.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -35,9 +36,10 @@ import { SignatureVerifier } from './signature-verifier.js';
     EventWriteRepository,
     EventWriter,
     EventQueryService,
+    CountService,
     IngestService,
   ],
-  exports: [SignatureVerifier, EventBus, EventQueryService, IngestService, SearchService, ChannelsModule, ModerationModule],
+  exports: [SignatureVerifier, EventBus, EventQueryService, CountService, IngestService, SearchService, ChannelsModule, ModerationModule],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}

@@ -246,6 +246,26 @@ export const AUTHOR_ONLY_KINDS: ReadonlySet<number> = new Set([
 /** Author-only unless exactly one `["shared","true"]` tag (§1.3). */
 export const SHARED_GATED_KINDS: ReadonlySet<number> = new Set([KIND.PERSONA, KIND.TEAM_CATALOG]);
 
+/** Agent engrams: readable by the agent that wrote them and by the `#p`-tagged owner (§1.3, §2.6 step 8). */
+export const ENGRAM_KINDS: ReadonlySet<number> = new Set([KIND.AGENT_ENGRAM]);
+
+/**
+ * Reports: "moderator queue only; never stored publicly" (§1.3). No client read path serves
+ * them, to anyone, the reporter included; the moderator queue (`/moderation/reports`) is their
+ * only reader.
+ */
+export const MODERATOR_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.REPORT]);
+
+/** Every kind whose rows some reader may not see: the union of the gated sets above. */
+export const VISIBILITY_GATED_KINDS: ReadonlySet<number> = new Set([
+  ...P_GATED_KINDS,
+  ...RESULT_GATED_KINDS,
+  ...AUTHOR_ONLY_KINDS,
+  ...SHARED_GATED_KINDS,
+  ...ENGRAM_KINDS,
+  ...MODERATOR_ONLY_KINDS,
+]);
+
 /** Kinds excluded from FTS at storage (§2.7b): gift wraps, reminders, DM visibility. */
 export const PRIVATE_KINDS: ReadonlySet<number> = new Set([
   KIND.GIFT_WRAP,

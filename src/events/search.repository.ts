@@ -8,6 +8,7 @@ import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { EVENT_COLUMNS, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
+import { visibilitySql } from './visibility.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 
 export interface SearchFilter {
@@ -30,7 +31,7 @@ export class SearchRepository {
     const { rows } = await sql<{ id: Buffer }>`
       select e.id from events e
        where e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
-         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until}
+         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until} ${visibilitySql(scope.reader, filter.kinds)}
        order by ts_rank(e.search_tsv, ${query}) desc, e.created_at desc, e.id asc
        limit ${limit} offset ${offset}`.execute(db);
     return rows.map((r) => r.id.toString('hex'));

@@ -18,7 +18,7 @@ export interface SearchRequest {
   readonly filter: SearchFilter;
   readonly limit: number;
   readonly offset: number;
-  readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate'>;
+  readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate' | 'count_req_fallback' | 'bridge_count_fallback'>;
   readonly reader: string;
   /** `consistency: "strong"`: hydrate on the writer, unrouted. */
   readonly strong?: boolean;

@@ -20,6 +20,7 @@ export class RelayMetrics {
   readonly eventProcessing = histogram({ name: 'buzz_event_processing_seconds', help: 'EVENT handling time until OK', buckets: SECONDS_BUCKETS });
   readonly channelEvictions = counter({ name: 'buzz_ws_channel_evictions_total', help: 'Subscriptions retired with CLOSED because their pubkey lost the channel' });
   readonly fanoutRecipients = histogram({ name: 'buzz_fanout_recipients', help: 'Subscriptions an event was sent to', buckets: [0, 1, 5, 10, 25, 50, 100, 500, 1000] });
+  readonly countFallbackRejections = counter({ name: 'buzz_count_fallback_rejections_total', help: 'COUNT filters refused because their fallback had too many candidate rows' });
   readonly reqDuration = histogram({ name: 'buzz_req_history_seconds', help: 'REQ history time until EOSE', buckets: SECONDS_BUCKETS });
   readonly readinessState = gauge({ name: 'buzz_readiness_state', help: '1 when ready, 0 otherwise' });
 }

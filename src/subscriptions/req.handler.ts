@@ -13,6 +13,7 @@ import { ReadAccessService } from '../channels/read-access.service.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
 import { SearchService } from '../events/search.service.js';
+import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventJson } from '../events/stored-event.js';
@@ -32,6 +33,7 @@ const YIELD_EVERY = 100;
 export class ReqHandler {
   constructor(
     private readonly queries: EventQueryService,
+    private readonly counts: CountService,
     private readonly readAccess: ReadAccessService,
     private readonly search: SearchService,
     private readonly gate: HandlerGate,
@@ -88,10 +90,14 @@ export class ReqHandler {
     const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
-      const run = await this.gate.run(() => this.queries.count(scope, filters, { path: 'count_req', reader: conn.pubkey, signal: conn.readSignal }));
+      const run = await this.gate.run(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }));
       if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
+      if (err instanceof CountTooBroadError) {
+        conn.send(['CLOSED', subId, `restricted: ${COUNT_TOO_BROAD_MESSAGE}`]);
+        return;
+      }
       conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'COUNT query failed');
       conn.send(['CLOSED', subId, closedReasonFor(err)]);
     }

@@ -41,6 +41,8 @@ let captured: CompiledQuery[] = [];
 const communityId = randomUUID();
 const channelId = randomUUID();
 const repo = new ThreadWindowRepository();
+/** The reader whose visibility rules the window applies (any key: the thread holds no gated kinds). */
+const READER = 'ab'.repeat(32);
 let rootId: string;
 let populated: Set<string>;
 
@@ -114,7 +116,7 @@ describe('thread window SQL', () => {
     const seen: string[] = [];
     let cursor: WindowCursor | undefined;
     for (;;) {
-      const { rows } = await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: undefined, cursor, limit: 499 });
+      const { rows } = await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: undefined, cursor, limit: 499, reader: READER });
       const page = rows.slice(0, 499);
       seen.push(...page.map((r) => r.id));
       for (let i = 1; i < page.length; i++) {
@@ -130,7 +132,7 @@ describe('thread window SQL', () => {
 
   it('walks the root thread index to the limit: no sequential scan, no full sort', async () => {
     captured = [];
-    await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: [9], cursor: undefined, limit: 20 });
+    await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: [9], cursor: undefined, limit: 20, reader: READER });
     const plan = await planOf(/from thread_metadata t/);
     const walk = plan.find((n) => n['Index Name'] === 'idx_thread_metadata_root_created');
     expect(walk).toBeDefined();
@@ -142,10 +144,10 @@ describe('thread window SQL', () => {
   });
 
   it('finds every aux row of a batch through event_refs inside the fence: no GIN lookup, no sequential scan', async () => {
-    const { rows: replies } = await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: undefined, cursor: undefined, limit: 200 });
+    const { rows: replies } = await repo.page(kysely, communityId, { channelId, rootId, depthLimit: 1, kinds: undefined, cursor: undefined, limit: 200, reader: READER });
     const targets = replies.slice(0, 200).map((r) => r.id);
     captured = [];
-    const scope = { communityId, channels: [channelId], includeGlobal: true };
+    const scope = { communityId, channels: [channelId], includeGlobal: true, reader: READER };
     const aux = await repo.auxPage(kysely, scope, targets, [5, 7, 9005, 40003], undefined, 1000);
     expect(aux.rows).toHaveLength(200);
     expect(new Set(aux.rows.map((r) => r.tags[0][1]))).toEqual(new Set(targets));
