@@ -1,6 +1,6 @@
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../common/nostr.types.js';
-import { parseFilter } from '../events/filter.js';
+import { MAX_FILTER_TIMESTAMP, parseFilter } from '../events/filter.js';
 import { branchOf, catchAllParams, feedTypes, MAX_PAGE_OFFSET, searchParams, threadParams, threadWindowRequest, validateExtensions, windowParams } from './bridge-params.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 
@@ -51,7 +51,7 @@ describe('windowParams', () => {
     [{ top_level: true }, 'top_level requires exactly one #h channel'],
     [{ top_level: true, '#h': [H, H] }, 'top_level requires exactly one #h channel'],
     [{ top_level: true, '#h': [H], until: 5 }, 'top_level cursor requires both until and before_id, or neither'],
-    [{ top_level: true, '#h': [H], until: 99999999999999, before_id: ID }, 'top_level: until is out of range'],
+    [{ top_level: true, '#h': [H], until: 999_999_999_999, before_id: ID }, 'top_level: until is out of range'],
   ])('refuses %j with a 400', (raw, message) => {
     expect(httpError(() => windowParams(filter(raw)))).toEqual({ status: 400, message });
   });
@@ -66,6 +66,14 @@ describe('other branch parameters', () => {
     expect(threadParams(filter({ depth_limit: 2, '#e': [ID], threadCursor: 10, threadCursorId: ID }))).toMatchObject({ cursor: { at: 10, id: ID }, limit: 100 });
     expect(httpError(() => threadParams(filter({ depth_limit: 0, '#e': [ID] }))).status).toBe(400);
     expect(httpError(() => threadParams(filter({ depth_limit: 1, '#e': [ID], thread_cursor_id: 'zz' }))).status).toBe(400);
+  });
+
+  it('refuses a thread cursor that to_timestamp would fail on', () => {
+    expect(threadParams(filter({ depth_limit: 2, '#e': [ID], thread_cursor: MAX_FILTER_TIMESTAMP })).cursor).toEqual({ at: MAX_FILTER_TIMESTAMP, id: undefined });
+    expect(httpError(() => threadParams(filter({ depth_limit: 2, '#e': [ID], thread_cursor: MAX_FILTER_TIMESTAMP + 1 })))).toEqual({
+      status: 400,
+      message: 'invalid filters: thread_cursor must be unix seconds',
+    });
   });
 
   it('reads search paging and mode', () => {
@@ -83,6 +91,9 @@ describe('parseBridgeFilters', () => {
     [JSON.stringify([{ consistency: 'eventual' }]), /^invalid filters: consistency must be "strong"$/],
     [JSON.stringify([{ consistency: 1 }]), /^invalid filters: consistency must be "strong"$/],
     [JSON.stringify([{ '#h': Array.from({ length: 129 }, () => H) }]), /^too many explicit channels$/],
+    [JSON.stringify([{ kinds: [1] }, { until: Number.MAX_SAFE_INTEGER }]), /^invalid filters: filter 1: until must be at most 9224318015999$/],
+    [JSON.stringify([{ '#e': ['a\u0000'] }]), /^invalid filters: filter 0: #e contains a NUL character \(U\+0000\)$/],
+    [JSON.stringify([{ search: 'a\ud800' }]), /^invalid filters: filter 0: search contains an unpaired surrogate \(U\+D800\)$/],
   ])('refuses %s with a 400', (body, message) => {
     const err = httpError(() => parseBridgeFilters(body, true));
     expect(err.status).toBe(400);

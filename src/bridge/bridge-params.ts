@@ -5,7 +5,7 @@
  */
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../common/nostr.types.js';
-import { effectiveLimit } from '../events/filter.js';
+import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../events/filter.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 /** 9999-12-31T23:59:59Z, the largest timestamp Postgres `to_timestamp` round-trips for us. */
@@ -77,7 +77,7 @@ export function threadParams(f: NostrFilter): ThreadParams {
   if (typeof depth !== 'number' || !Number.isInteger(depth) || depth < 1) throw new HttpError(400, 'invalid filters: depth_limit must be a positive integer');
   const at = f.extensions.thread_cursor ?? f.extensions.threadCursor;
   const id = f.extensions.thread_cursor_id ?? f.extensions.threadCursorId;
-  if (at !== undefined && (typeof at !== 'number' || !Number.isInteger(at) || at < 0)) throw new HttpError(400, 'invalid filters: thread_cursor must be unix seconds');
+  if (at !== undefined && (typeof at !== 'number' || !Number.isInteger(at) || at < 0 || at > MAX_FILTER_TIMESTAMP)) throw new HttpError(400, 'invalid filters: thread_cursor must be unix seconds');
   if (id !== undefined && (typeof id !== 'string' || !HEX64.test(id))) throw new HttpError(400, 'invalid filters: thread_cursor_id must be a 64-hex event id');
   return {
     rootId: f.tags.e![0],

@@ -8,6 +8,7 @@ import {
   MAX_TAG_ELEMENTS,
   MAX_TAGS,
   checkEventLimits,
+  checkStorableText,
   computeEventId,
   parseEvent,
 } from './event-validation.js';
@@ -199,5 +200,34 @@ describe('checkEventLimits', () => {
   it('checks the timestamp before the content size', () => {
     const ev = event({ created_at: 0, content: 'x'.repeat(MAX_CONTENT_BYTES + 1) });
     expect(checkEventLimits(ev, NOW)).toEqual({ ok: false, reason: 'invalid: event timestamp too far from server time' });
+  });
+});
+
+describe('checkStorableText', () => {
+  const CANNOT = 'which the relay cannot store';
+
+  it.each<[string, Partial<NostrEvent>, string]>([
+    ['a lone high surrogate in content', { content: 'a\ud800' }, `invalid: content contains an unpaired surrogate (U+D800), ${CANNOT}`],
+    ['a lone low surrogate in content', { content: '\udc00b' }, `invalid: content contains an unpaired surrogate (U+DC00), ${CANNOT}`],
+    ['a NUL in content', { content: 'a\u0000' }, `invalid: content contains a NUL character (U+0000), ${CANNOT}`],
+    ['a lone surrogate in a tag value', { tags: [['h', 'x'], ['t', 'a\ud800']] }, `invalid: tags[1][1] contains an unpaired surrogate (U+D800), ${CANNOT}`],
+    ['a lone surrogate in a tag name', { tags: [['\udfff', 'x']] }, `invalid: tags[0][0] contains an unpaired surrogate (U+DFFF), ${CANNOT}`],
+    ['a NUL in a later tag element', { tags: [['imeta', 'url x', 'm \u0000']] }, `invalid: tags[0][2] contains a NUL character (U+0000), ${CANNOT}`],
+  ])('refuses %s and says where', (_label, overrides, reason) => {
+    expect(checkStorableText(event(overrides))).toEqual({ ok: false, reason });
+  });
+
+  it('accepts astral characters, noncharacters, controls and separators anywhere', () => {
+    const edge = '\u{1f600} \u{1f468}\u200d\u{1f469} \u{10ffff} \ufffe\uffff \ufffd \u0001\u001f\u007f \u2028\u2029 \ufeff e\u0301';
+    expect(checkStorableText(event({ content: edge, tags: [[edge, edge, edge]] }))).toEqual({ ok: true });
+  });
+
+  it('accepts exactly the random texts that survive UTF-8 (as pg sends them) and hold no NUL', () => {
+    const rand = prng(7);
+    for (let i = 0; i < 500; i++) {
+      const text = randomText(rand, 40);
+      const clean = Buffer.from(text, 'utf8').toString('utf8') === text && !text.includes('\u0000');
+      expect(checkStorableText(event({ content: text, tags: [['t', text]] })).ok).toBe(clean);
+    }
   });
 });

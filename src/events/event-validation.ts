@@ -4,6 +4,7 @@
  * Every failure reason is an OK-message string starting with `invalid: `.
  */
 import { NostrEvent, isHex128, isHex64 } from '../common/nostr.types.js';
+import { unstorableText } from '../common/storable-text.js';
 import { isAddressable } from './kinds.js';
 
 /**
@@ -104,6 +105,25 @@ function firstTagLimitError(tags: string[][]): string | null {
     }
   }
   return null;
+}
+
+/**
+ * Content and every tag element must be text the relay stores and gives back unchanged (see
+ * `common/storable-text.ts`): a NUL or an unpaired surrogate would be refused by Postgres after
+ * the checks, or stored altered and fail verification on read-back. The id, pubkey and sig are
+ * hex by {@link parseEvent}, so these are the only free-text fields.
+ */
+export function checkStorableText(ev: NostrEvent): LimitCheckResult {
+  const inContent = unstorableText(ev.content);
+  if (inContent !== null) return fail(`content contains ${inContent}, which the relay cannot store`);
+  for (let i = 0; i < ev.tags.length; i++) {
+    const tag = ev.tags[i];
+    for (let j = 0; j < tag.length; j++) {
+      const found = unstorableText(tag[j]);
+      if (found !== null) return fail(`tags[${i}][${j}] contains ${found}, which the relay cannot store`);
+    }
+  }
+  return { ok: true };
 }
 
 /** UTF-8 size of the first `d` tag's value (the addressable key); 0 when absent. */

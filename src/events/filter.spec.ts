@@ -2,6 +2,7 @@ import { matchFilter as nostrToolsMatch } from 'nostr-tools/filter';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import {
   MAX_FILTER_TERMS,
+  MAX_FILTER_TIMESTAMP,
   MAX_FILTER_VALUES,
   MAX_TAG_KEYS,
   effectiveLimit,
@@ -85,8 +86,24 @@ describe('parseFilter', () => {
     ['non-string tag value', { '#p': [1] }, '#p must be an array of strings'],
     ['an empty tag name', { '#': ['x'] }, 'tag filter name must be 1 to 64 characters'],
     ['a too-long tag name', { ['#' + 'x'.repeat(65)]: ['x'] }, 'tag filter name must be 1 to 64 characters'],
+    ['since past what Postgres holds', { since: 9_007_199_254_740_991 }, 'since must be at most 9224318015999'],
+    ['until one past what Postgres holds', { until: MAX_FILTER_TIMESTAMP + 1 }, 'until must be at most 9224318015999'],
+    ['a NUL in a tag value', { '#t': ['ok', 'a\u0000'] }, '#t contains a NUL character (U+0000)'],
+    ['a NUL in an #e value', { '#e': ['a\u0000'] }, '#e contains a NUL character (U+0000)'],
+    ['a lone surrogate in a tag value', { '#t': ['a\ud800'] }, '#t contains an unpaired surrogate (U+D800)'],
+    ['a NUL in a tag name', { '#\u0000': ['a'] }, 'tag filter name contains a NUL character (U+0000)'],
+    ['a lone surrogate in a tag name', { '#\udc00': ['a'] }, 'tag filter name contains an unpaired surrogate (U+DC00)'],
+    ['a NUL in search', { search: 'a\u0000' }, 'search contains a NUL character (U+0000)'],
+    ['a lone surrogate in search', { search: '\udbff' }, 'search contains an unpaired surrogate (U+DBFF)'],
   ])('rejects %s', (_label, raw, reason) => {
     expect(parseFilter(raw)).toEqual({ ok: false, code: 'invalid_filter', reason });
+  });
+
+  it('accepts since and until up to what Postgres holds, and astral text in tags and search', () => {
+    expect(parsed({ since: 0, until: MAX_FILTER_TIMESTAMP })).toEqual({ since: 0, until: MAX_FILTER_TIMESTAMP, tags: {}, extensions: {} });
+    expect(parsed({ limit: Number.MAX_SAFE_INTEGER }).limit).toBe(Number.MAX_SAFE_INTEGER);
+    const text = '\u{1f600}\u{10ffff}\uffff\u0001\u2028';
+    expect(parsed({ ['#' + text]: [text], search: text })).toEqual({ tags: { [text]: [text] }, search: text, extensions: {} });
   });
 
   it(`caps every list at ${MAX_FILTER_VALUES} values`, () => {
@@ -377,6 +394,11 @@ describe('parseClientMessage (§2.3)', () => {
     expect(parseClientMessage(frame('REQ', 's', { kinds: ['9'] }))).toEqual({
       type: 'INVALID',
       error: 'invalid filter: kinds must be an array of integers between 0 and 65535',
+      subId: 's',
+    });
+    expect(parseClientMessage(frame('COUNT', 's', { '#e': ['\u0000'] }))).toEqual({
+      type: 'INVALID',
+      error: 'invalid filter: #e contains a NUL character (U+0000)',
       subId: 's',
     });
     expect(parseClientMessage(frame('REQ', 's', { before_id: A }))).toEqual({

@@ -14,10 +14,15 @@
  * - A filter's cost is bounded before it reaches a database (docs/security.md): at most
  *   {@link MAX_TAG_KEYS} distinct tag names and {@link MAX_FILTER_TERMS} values in all its lists.
  *   Every tag name adds an index probe and a positional re-check to each statement of the page;
- *   with hundreds of names Postgres spent minutes and gigabytes of memory planning one statement,
- *   in a state where it did not answer a cancel.
+ *   one REQ with 500 names ran 57 s on the writer with gigabytes of backend memory and did not
+ *   answer a cancel.
+ * - Values that would fail in Postgres rather than match nothing are refused here, so a client
+ *   hears `invalid` and not a retryable database error: `since`/`until` past
+ *   {@link MAX_FILTER_TIMESTAMP}, and a NUL or an unpaired surrogate in a tag name, a tag value
+ *   or `search` (see `common/storable-text.ts`).
  */
 import { NostrEvent, NostrFilter, isHex64 } from '../common/nostr.types.js';
+import { unstorableText } from '../common/storable-text.js';
 
 export const MAX_FILTERS = 10;
 export const MAX_SUB_ID_BYTES = 256;
@@ -27,6 +32,13 @@ export const MAX_TAG_NAME_LENGTH = 64;
 export const MAX_TAG_KEYS = 8;
 /** Values one filter may carry in all of `ids`, `authors`, `kinds` and its tag lists together. */
 export const MAX_FILTER_TERMS = 2000;
+/**
+ * Largest `since`/`until`: the largest whole second Postgres `to_timestamp` accepts (late on
+ * 31 December 294276 UTC); one more is `timestamp out of range` (22008), which the client would
+ * hear as a database error. Stored events sit within 15 minutes of their arrival, so a larger
+ * bound could match nothing more.
+ */
+export const MAX_FILTER_TIMESTAMP = 9_224_318_015_999;
 /** `DEFAULT_MAX_PAGE_LIMIT`, also NIP-11 `max_limit`. */
 export const DEFAULT_MAX_PAGE_LIMIT = 1000;
 
@@ -64,11 +76,13 @@ const FIELD_PARSERS: Record<string, FieldParser> = {
   authors: (f, v) => parseList(v, 'authors', LOWER_HEX64_LIST, isHex64, (list) => (f.authors = list)),
   kinds: (f, v) =>
     parseList(v, 'kinds', 'must be an array of integers between 0 and 65535', isKind, (list) => (f.kinds = list)),
-  since: (f, v) => parseCount(v, 'since', (n) => (f.since = n)),
-  until: (f, v) => parseCount(v, 'until', (n) => (f.until = n)),
+  since: (f, v) => parseCount(v, 'since', (n) => (f.since = n), MAX_FILTER_TIMESTAMP),
+  until: (f, v) => parseCount(v, 'until', (n) => (f.until = n), MAX_FILTER_TIMESTAMP),
   limit: (f, v) => parseCount(v, 'limit', (n) => (f.limit = n)),
   search: (f, v) => {
     if (typeof v !== 'string') return 'search must be a string';
+    const found = unstorableText(v);
+    if (found !== null) return `search contains ${found}`;
     f.search = v;
     return null;
   },
@@ -120,7 +134,19 @@ function parseTagField(filter: NostrFilter, key: string, value: unknown): string
   if (name.length === 0 || name.length > MAX_TAG_NAME_LENGTH) {
     return `tag filter name must be 1 to ${MAX_TAG_NAME_LENGTH} characters`;
   }
-  return parseList(value, key, 'must be an array of strings', isString, (list) => setOwn(filter.tags, name, list));
+  const inName = unstorableText(name);
+  if (inName !== null) return `tag filter name contains ${inName}`;
+  const error = parseList(value, key, 'must be an array of strings', isString, (list) => setOwn(filter.tags, name, list));
+  return error ?? unstorableValue(key, value as string[]);
+}
+
+/** A value no stored tag can equal, and that Postgres would refuse as a parameter. */
+function unstorableValue(key: string, values: readonly string[]): string | null {
+  for (const value of values) {
+    const found = unstorableText(value);
+    if (found !== null) return `${key} contains ${found}`;
+  }
+  return null;
 }
 
 function applyCursor(filter: NostrFilter, beforeId: unknown): ParseFilterResult {
@@ -154,9 +180,12 @@ function parseList<T>(
   return null;
 }
 
-function parseCount(value: unknown, name: string, assign: (n: number) => void): string | null {
+function parseCount(value: unknown, name: string, assign: (n: number) => void, max?: number): string | null {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     return `${name} must be a non-negative integer`;
+  }
+  if (max !== undefined && value > max) {
+    return `${name} must be at most ${max}`;
   }
   assign(value);
   return null;

@@ -8,7 +8,7 @@ import { DatabaseService } from '../database/database.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
 import { EventBus } from './event-bus.js';
-import { checkEventLimits, parseEvent } from './event-validation.js';
+import { checkEventLimits, checkStorableText, parseEvent } from './event-validation.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
 import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
@@ -69,6 +69,9 @@ export class IngestService {
 
   private async accept(event: NostrEvent, ctx: IngestContext): Promise<IngestResult> {
     this.earlyKindGate(event, ctx.transport);
+    // Before the signature check: what cannot be stored exactly is refused, never acknowledged.
+    const text = checkStorableText(event);
+    if (!text.ok) reject(text.reason);
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -102,9 +105,6 @@ export class IngestService {
     if (event.kind === 22242) reject('invalid: AUTH events cannot be submitted');
     if (RELAY_ONLY_KINDS.has(event.kind)) reject('restricted: relay-only kind');
     if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
-    if (/\u0000/.test(event.content) || event.tags.some((t) => t.some((v) => v.includes('\u0000')))) {
-      reject('invalid: NUL characters are not allowed in content or tags');
-    }
   }
 
   private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
