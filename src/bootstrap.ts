@@ -38,7 +38,15 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
   }
-  if (!config.requireAuthToken) app.get(Logger).warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header');
+  warnAboutXPubkey(app.get(Logger), config);
   await app.listen(config.port, config.host);
   return app;
+}
+
+function warnAboutXPubkey(logger: Logger, config: AppConfig): void {
+  if (config.xPubkeyTrust === 'always') {
+    logger.warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header from any client (development only)');
+  } else if (config.xPubkeyTrust === 'loopback') {
+    logger.warn('embedded default: the HTTP bridge trusts the X-Pubkey header from loopback clients (BUZZ_REQUIRE_AUTH_TOKEN=true turns it off)');
+  }
 }

@@ -34,6 +34,12 @@ const UNLIMITED_QUOTAS = {
   BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '1000000',
 };
 
+/**
+ * The bridge benches (history-shed, long-thread) name their reader with the X-Pubkey development
+ * header instead of signing NIP-98 per call; a relay with DATABASE_URL refuses it unless told.
+ */
+const DEV_HEADER = { BUZZ_REQUIRE_AUTH_TOKEN: 'false' };
+
 export interface BenchEnv {
   readonly cluster: PgCluster;
   /** The relay's database on the writer and on the replica. */
@@ -129,6 +135,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     ...UNLIMITED_QUOTAS,
+    ...DEV_HEADER,
     ...passThrough,
     ...databaseEnv,
     PORT: '0',

@@ -69,4 +69,20 @@ describe('loadConfig', () => {
     const [problem] = problemsOf({ DATABASE_URL: 'http://user:secret@host/db' });
     expect(problem).not.toContain('secret');
   });
+
+  describe('X-Pubkey trust (BUZZ_REQUIRE_AUTH_TOKEN)', () => {
+    const PG = 'postgres://buzz@db.example/buzz';
+
+    it('unset: loopback clients of the embedded default only, nobody once DATABASE_URL is given', () => {
+      expect(loadConfig({}).xPubkeyTrust).toBe('loopback');
+      expect(loadConfig({ DATABASE_URL: PG }).xPubkeyTrust).toBe('never');
+      expect(loadConfig({ DATABASE_URL: '  ' }).xPubkeyTrust).toBe('loopback');
+    });
+
+    it('explicit: true refuses the header everywhere, false trusts it from anyone', () => {
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'true' }).xPubkeyTrust).toBe('never');
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'false', DATABASE_URL: PG }).xPubkeyTrust).toBe('always');
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'false' }).xPubkeyTrust).toBe('always');
+    });
+  });
 });

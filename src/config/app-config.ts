@@ -88,6 +88,13 @@ export interface ScaleOutConfig {
   readonly gapFillWindowSecs: number;
 }
 
+/**
+ * Whom the HTTP bridge believes when a request names its pubkey in the `X-Pubkey` development
+ * header instead of signing NIP-98: nobody (`never`), loopback clients only (`loopback`, the
+ * embedded default), or anyone (`always`, an explicit `BUZZ_REQUIRE_AUTH_TOKEN=false`).
+ */
+export type XPubkeyTrust = 'never' | 'loopback' | 'always';
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
@@ -106,8 +113,12 @@ export interface AppConfig {
    */
   readonly allowNipOaAuth: boolean;
   readonly pubkeyAllowlist: boolean;
-  /** false trusts the `X-Pubkey` dev header on the HTTP bridge (logged as a warning at start). */
-  readonly requireAuthToken: boolean;
+  /**
+   * `BUZZ_REQUIRE_AUTH_TOKEN`: true = NIP-98 only; false (explicit) = the `X-Pubkey` dev header is
+   * trusted from anyone (a warning at start); unset = trusted from loopback clients on the
+   * embedded default (no DATABASE_URL) and from nobody otherwise.
+   */
+  readonly xPubkeyTrust: XPubkeyTrust;
   /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
   readonly defaultCommunityHosts: readonly string[];
   readonly verifierThreads: number;
@@ -179,13 +190,23 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     requireRelayMembership: r.bool('BUZZ_REQUIRE_RELAY_MEMBERSHIP', false),
     allowNipOaAuth: r.bool('BUZZ_ALLOW_NIP_OA_AUTH', false),
     pubkeyAllowlist: r.bool('BUZZ_PUBKEY_ALLOWLIST', false),
-    requireAuthToken: r.bool('BUZZ_REQUIRE_AUTH_TOKEN', false),
+    xPubkeyTrust: xPubkeyTrust(r),
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
   };
   r.throwIfInvalid();
   return deepFreeze(config);
+}
+
+/**
+ * Explicit `BUZZ_REQUIRE_AUTH_TOKEN` wins. Unset, the header is a convenience of the embedded
+ * default only (`npm start` without DATABASE_URL), and even there only for loopback clients: a
+ * deployment that forgets the variable does not let anyone name any pubkey.
+ */
+function xPubkeyTrust(r: EnvReader): XPubkeyTrust {
+  if (r.present('BUZZ_REQUIRE_AUTH_TOKEN')) return r.bool('BUZZ_REQUIRE_AUTH_TOKEN', true) ? 'never' : 'always';
+  return r.present('DATABASE_URL') ? 'never' : 'loopback';
 }
 
 /** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */

@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config/app-config.js';
 import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
@@ -110,6 +111,11 @@ function portOf(port: Port): { hostIp: string; published: number; target: number
 function relayPortOf(env: Record<string, string>): number {
   if (env.PORT !== undefined) return Number(env.PORT);
   return Number(/:(\d+)$/.exec(env.BUZZ_BIND_ADDR ?? '0.0.0.0:3000')![1]);
+}
+
+/** Whom the pod's HTTP bridge believes on `X-Pubkey`, as loadConfig decides it. */
+function xPubkeyTrustOf(env: Record<string, string>): string {
+  return loadConfig({ DATABASE_URL: interpolated(env.DATABASE_URL), BUZZ_REQUIRE_AUTH_TOKEN: env.BUZZ_REQUIRE_AUTH_TOKEN }).xPubkeyTrust;
 }
 
 /** `${VAR:?…}` and `${VAR}` compose interpolation replaced by a plain stand-in. */
@@ -268,6 +274,15 @@ describe('docker-compose.yml', () => {
   it('lets a relay pod finish its shutdown before SIGKILL', () => {
     for (const name of relays) {
       expect(durationSeconds(compose.services[name].stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(shutdownBudgetMs() / 1000);
+    }
+  });
+
+  it('never trusts the X-Pubkey development header', () => {
+    for (const name of relays) {
+      const env = environmentOf(compose.services[name]);
+      expect(xPubkeyTrustOf(env)).toBe('never');
+      // Explicit, not only implied by DATABASE_URL.
+      expect(env.BUZZ_REQUIRE_AUTH_TOKEN).toBe('true');
     }
   });
 

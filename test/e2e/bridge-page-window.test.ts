@@ -29,6 +29,7 @@ beforeAll(async () => {
   fixture = await startRelayFixture({
     BUZZ_REPLICA_READ_MAX_AGE_MS: '30000',
     BUZZ_RELAY_PRIVATE_KEY: RELAY_SECRET,
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false', // /query below uses the X-Pubkey development header
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
     BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '100000',

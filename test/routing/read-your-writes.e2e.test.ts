@@ -30,6 +30,8 @@ async function relayFor(budgetMs: string): Promise<RelayProcess> {
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     BUZZ_REPLICA_READ_MAX_AGE_MS: budgetMs,
     BUZZ_POOL_METRICS_INTERVAL_SECS: '1',
+    // The bridge read names its reader with the X-Pubkey development header.
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false',
     ...UNLIMITED,
   });
 }
