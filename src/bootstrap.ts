@@ -1,7 +1,8 @@
 /**
  * Builds and starts the relay for a given configuration: Fastify with raw-text
  * bodies (NIP-98 hashes the exact bytes), the ws adapter on the same port, the
- * one HTTP exception filter, pino logs, migrations before the port opens.
+ * one HTTP exception filter, pino logs, migrations before the port opens, and
+ * the operator's /metrics listener on its own address.
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -10,6 +11,7 @@ import { AppModule } from './app.module.js';
 import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
+import { MetricsListener } from './metrics/metrics-listener.js';
 import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
 import { CommunityRepository } from './tenancy/community.repository.js';
 import { TenancyService } from './tenancy/tenancy.service.js';
@@ -21,7 +23,13 @@ export interface BootstrapOptions {
   readonly seedDefaultCommunity: boolean;
 }
 
-export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<NestFastifyApplication> {
+export interface StartedRelay {
+  readonly app: NestFastifyApplication;
+  /** `http://host:port/metrics` of the operator listener. */
+  readonly metricsUrl: string;
+}
+
+export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<StartedRelay> {
   const adapter = new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, trustProxy: false });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
@@ -39,8 +47,9 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
   }
   warnAboutXPubkey(app.get(Logger), config);
+  const metricsUrl = await app.get(MetricsListener).listen();
   await app.listen(config.port, config.host);
-  return app;
+  return { app, metricsUrl };
 }
 
 function warnAboutXPubkey(logger: Logger, config: AppConfig): void {

@@ -40,6 +40,14 @@ const UNLIMITED_QUOTAS = {
  */
 const DEV_HEADER = { BUZZ_REQUIRE_AUTH_TOKEN: 'false' };
 
+/** ws:// URL of each spawned relay → its operator /metrics URL (read by lib/pod-metrics.ts). */
+const metricsUrls = new Map<string, string>();
+
+/** The /metrics address of a relay this process spawned (its public port does not serve /metrics). */
+export function metricsUrlOf(relayUrl: string): string | undefined {
+  return metricsUrls.get(relayUrl);
+}
+
 export interface BenchEnv {
   readonly cluster: PgCluster;
   /** The relay's database on the writer and on the replica. */
@@ -140,6 +148,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
     ...databaseEnv,
     PORT: '0',
     BUZZ_BIND_ADDR: '127.0.0.1:0',
+    BUZZ_METRICS_PORT: '0',
   };
 }
 
@@ -165,7 +174,10 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
   try {
     const port = await listeningPort(child, () => out);
-    return { url: `ws://localhost:${port}`, child, output: () => out, stop };
+    const url = `ws://localhost:${port}`;
+    const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
+    if (metricsUrl) metricsUrls.set(url, metricsUrl);
+    return { url, child, output: () => out, stop };
   } catch (err) {
     await stop();
     throw err;

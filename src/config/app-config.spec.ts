@@ -85,4 +85,14 @@ describe('loadConfig', () => {
       expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'false' }).xPubkeyTrust).toBe('always');
     });
   });
+
+  describe('operator listener', () => {
+    it('defaults /metrics to 127.0.0.1:9102', () => {
+      expect(loadConfig({}).metrics).toEqual({ host: '127.0.0.1', port: 9102 });
+    });
+
+    it('takes a bracketed IPv6 metrics host and port 0', () => {
+      expect(loadConfig({ BUZZ_METRICS_HOST: '[::1]', BUZZ_METRICS_PORT: '0' }).metrics).toEqual({ host: '::1', port: 0 });
+    });
+  });
 });

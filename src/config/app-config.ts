@@ -95,9 +95,18 @@ export interface ScaleOutConfig {
  */
 export type XPubkeyTrust = 'never' | 'loopback' | 'always';
 
+/** The operator listener for `GET /metrics`; never the public port. */
+export interface MetricsListenerConfig {
+  /** `BUZZ_METRICS_HOST` (default 127.0.0.1). */
+  readonly host: string;
+  /** `BUZZ_METRICS_PORT` (default 9102; 0 = a free port, printed at start). */
+  readonly port: number;
+}
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
+  readonly metrics: MetricsListenerConfig;
   readonly relayUrl: string;
   readonly logLevel: string;
   readonly database: DatabaseConfig;
@@ -130,6 +139,7 @@ export const READ_MAX_AGE_CLAMP_MS = 30_000;
 export const DEFAULT_POOL_SIZE = 20;
 export const PRESENCE_TTL_DEFAULT_SECS = 120;
 export const PRESENCE_TTL_MAX_SECS = 180;
+export const DEFAULT_METRICS_PORT = 9102;
 
 export { ConfigError };
 
@@ -143,6 +153,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   const config: AppConfig = {
     host: bind.host,
     port: bind.port,
+    metrics: {
+      host: r.string('BUZZ_METRICS_HOST', '127.0.0.1').replace(/^\[(.*)\]$/, '$1'),
+      port: r.int('BUZZ_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    },
     relayUrl: r.url('RELAY_URL', `ws://localhost:${bind.port}`, ['ws:', 'wss:']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     database: {

@@ -60,7 +60,7 @@ function byRelayOrder(x: Event, y: Event): number {
 }
 
 async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const text = (await httpRequest(`${relay.httpUrl}/metrics`, {})).body;
+  const text = (await httpRequest(relay.metricsUrl, {})).body;
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && want.every((w) => l.includes(w)));
   return line ? Number(line.split(' ').pop()) : 0;

@@ -1,8 +1,10 @@
 /**
- * Safe defaults of the HTTP side (issue 21), on the real relay: the `X-Pubkey` development header
- * is ignored by a relay with DATABASE_URL unless the operator sets BUZZ_REQUIRE_AUTH_TOKEN=false,
- * so nobody reads another key's gift wraps by naming it.
+ * Safe defaults of the HTTP side (issue 21, findings 5 and 9), on the real relay:
+ * - the `X-Pubkey` development header is ignored by a relay with DATABASE_URL unless the operator
+ *   sets BUZZ_REQUIRE_AUTH_TOKEN=false, so nobody reads another key's gift wraps by naming it;
+ * - `/metrics` is not served on the public port under any Host, only on the operator listener.
  */
+import { connect } from 'node:net';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
@@ -63,3 +65,35 @@ describe('X-Pubkey development header', () => {
     expect(devRelay.output()).toContain('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header from any client');
   });
 });
+
+describe('/metrics', () => {
+  it.each(['localhost', '127.0.0.1', 'localhost:1', 'unknown.example'])('is not served on the public port with Host %j', async (host) => {
+    const res = await rawHttp(relay.port, `GET /metrics HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    expect(res).not.toMatch(/^HTTP\/1\.1 200/);
+    expect(res).not.toContain('buzz_ws_connections');
+  });
+
+  it('is served on the operator listener, on loopback by default', async () => {
+    expect(new URL(relay.metricsUrl).hostname).toBe('127.0.0.1');
+    const res = await fetch(relay.metricsUrl);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/^buzz_ws_connections_active \d+$/m);
+  });
+
+  it('serves nothing else on the operator listener', async () => {
+    const res = await fetch(new URL('/readyz', relay.metricsUrl));
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: 'not found: only GET /metrics is served here' });
+  });
+});
+
+/** Sends `request` at once and returns everything the server wrote before closing. */
+function rawHttp(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(request));
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+  });
+}

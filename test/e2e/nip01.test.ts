@@ -358,7 +358,7 @@ describe('HTTP', () => {
     const ready = await fetch(`${relay.httpUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready', writer: 'reachable', reader: 'reachable' });
-    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+    const metrics = await (await fetch(relay.metricsUrl)).text();
     expect(metrics).toContain('buzz_events_stored_total');
     expect(metrics).toContain('buzz_ws_connections_active');
   });

@@ -55,7 +55,7 @@ afterAll(async () => {
 }, 30_000);
 
 async function metrics(): Promise<string> {
-  return (await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } })).body;
+  return (await httpRequest(relay.metricsUrl, {})).body;
 }
 
 function sample(text: string, name: string, ...must: string[]): number {

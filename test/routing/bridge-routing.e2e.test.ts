@@ -35,7 +35,7 @@ afterAll(async () => {
 }, 30_000);
 
 async function decisions(): Promise<Map<string, number>> {
-  const res = await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } });
+  const res = await httpRequest(relay.metricsUrl, {});
   const out = new Map<string, number>();
   for (const line of res.body.split('\n')) {
     const m = /^buzz_db_route_decision\{([^}]*)\} ([0-9.e+-]+)$/.exec(line);

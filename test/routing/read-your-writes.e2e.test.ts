@@ -38,7 +38,7 @@ async function relayFor(budgetMs: string): Promise<RelayProcess> {
 
 /** Parsed `/metrics` samples: `name{labels}` → value. */
 async function scrape(relay: RelayProcess): Promise<Map<string, number>> {
-  const res = await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } });
+  const res = await httpRequest(relay.metricsUrl, {});
   const out = new Map<string, number>();
   for (const line of res.body.split('\n')) {
     const m = /^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+|NaN)$/.exec(line);
