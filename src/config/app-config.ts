@@ -103,10 +103,23 @@ export interface MetricsListenerConfig {
   readonly port: number;
 }
 
+/** Limits on how slowly a client may send an HTTP request (WebSocket traffic is not affected). */
+export interface HttpTimeouts {
+  /** `BUZZ_HTTP_REQUEST_TIMEOUT_MS`: the whole request, headers and body, must arrive within it (408). */
+  readonly requestTimeoutMs: number;
+  /** `BUZZ_HTTP_HEADERS_TIMEOUT_MS`: the request headers must arrive within it (408); at most the request timeout. */
+  readonly headersTimeoutMs: number;
+  /** `BUZZ_HTTP_IDLE_TIMEOUT_MS`: an HTTP socket with no traffic either way for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** `BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS`: how long a kept-alive socket waits for its next request. */
+  readonly keepAliveTimeoutMs: number;
+}
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
   readonly metrics: MetricsListenerConfig;
+  readonly http: HttpTimeouts;
   readonly relayUrl: string;
   readonly logLevel: string;
   readonly database: DatabaseConfig;
@@ -157,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       host: r.string('BUZZ_METRICS_HOST', '127.0.0.1').replace(/^\[(.*)\]$/, '$1'),
       port: r.int('BUZZ_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
     },
+    http: httpTimeouts(r),
     relayUrl: r.url('RELAY_URL', `ws://localhost:${bind.port}`, ['ws:', 'wss:']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     database: {
@@ -221,6 +235,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
 function xPubkeyTrust(r: EnvReader): XPubkeyTrust {
   if (r.present('BUZZ_REQUIRE_AUTH_TOKEN')) return r.bool('BUZZ_REQUIRE_AUTH_TOKEN', true) ? 'never' : 'always';
   return r.present('DATABASE_URL') ? 'never' : 'loopback';
+}
+
+function httpTimeouts(r: EnvReader): HttpTimeouts {
+  const requestTimeoutMs = r.int('BUZZ_HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const headersTimeoutMs = r.int('BUZZ_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    r.fail('BUZZ_HTTP_HEADERS_TIMEOUT_MS', `must not exceed BUZZ_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs: Math.min(headersTimeoutMs, requestTimeoutMs),
+    idleTimeoutMs: r.int('BUZZ_HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    keepAliveTimeoutMs: r.int('BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+  };
 }
 
 /** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */

@@ -22,6 +22,8 @@ export class MetricsListener implements OnApplicationShutdown {
   /** Opens the listener; a taken port fails start-up. Resolves with `http://host:port/metrics`. */
   async listen(): Promise<string> {
     const server = createServer((req, res) => void this.serve(req, res));
+    server.requestTimeout = this.config.http.requestTimeoutMs;
+    server.headersTimeout = this.config.http.headersTimeoutMs;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.config.metrics.port, this.config.metrics.host, () => {

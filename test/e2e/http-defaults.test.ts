@@ -1,14 +1,25 @@
 /**
- * Safe defaults of the HTTP side (issue 21, findings 5 and 9), on the real relay:
+ * Safe defaults of the HTTP side (issue 21, findings 5, 9 and 10), on the real relay:
  * - the `X-Pubkey` development header is ignored by a relay with DATABASE_URL unless the operator
  *   sets BUZZ_REQUIRE_AUTH_TOKEN=false, so nobody reads another key's gift wraps by naming it;
- * - `/metrics` is not served on the public port under any Host, only on the operator listener.
+ * - `/metrics` is not served on the public port under any Host, only on the operator listener;
+ * - a client that trickles its body or its headers is answered 408 and closed, while a WebSocket
+ *   on the same port stays open past those deadlines.
  */
-import { connect } from 'node:net';
+import { connect, Socket } from 'node:net';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 import { nip98 } from '../scale-out/scale-out-helpers.js';
+
+/** Short deadlines so the trickle tests end soon; the idle timeout is below the request one. */
+const TIMEOUTS = {
+  BUZZ_HTTP_REQUEST_TIMEOUT_MS: '1500',
+  BUZZ_HTTP_HEADERS_TIMEOUT_MS: '1000',
+  BUZZ_HTTP_IDLE_TIMEOUT_MS: '1000',
+};
+/** One byte per DRIP_MS: far below every deadline above, so only the request deadlines can fire. */
+const DRIP_MS = 100;
 
 const alice = newIdentity();
 const bob = newIdentity();
@@ -18,7 +29,7 @@ let relay: RelayProcess;
 let devRelay: RelayProcess;
 
 beforeAll(async () => {
-  fixture = await startRelayFixture();
+  fixture = await startRelayFixture(TIMEOUTS);
   relay = fixture.relay;
   devRelay = await startRelay(relayEnv(fixture.db, { BUZZ_REQUIRE_AUTH_TOKEN: 'false' }));
 });
@@ -87,6 +98,31 @@ describe('/metrics', () => {
   });
 });
 
+describe('HTTP request deadlines', () => {
+  it('answers a client that trickles its body 408 and closes it, while a WebSocket opened before stays open', async () => {
+    const ws = await RawClient.authed(relay.wsUrl, alice);
+    const body = JSON.stringify([{ kinds: [1], search: 'x'.repeat(170) }]);
+    const head = `POST /query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const cut = await trickle(relay.port, head, body);
+    expect(cut).toEqual({ status: 408, wholeRequestSent: false, closed: true });
+    // The body deadline passed on a connection opened after this WebSocket went idle; it still works.
+    expect(ws.closed).toBeUndefined();
+    const { end } = await ws.req('after', { kinds: [1], limit: 1 });
+    expect(end[0]).toBe('EOSE');
+    ws.close();
+  });
+
+  it('answers a client that trickles its headers 408 and closes it', async () => {
+    const cut = await trickle(relay.port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n', `X-Slow: ${'a'.repeat(190)}\r\n\r\n`);
+    expect(cut).toEqual({ status: 408, wholeRequestSent: false, closed: true });
+  });
+
+  it('still serves a request that arrives at normal speed', async () => {
+    const res = await rawHttp(relay.port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    expect(res).toMatch(/^HTTP\/1\.1 200/);
+  });
+});
+
 /** Sends `request` at once and returns everything the server wrote before closing. */
 function rawHttp(port: number, request: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -95,5 +131,33 @@ function rawHttp(port: number, request: string): Promise<string> {
     socket.on('data', (d: Buffer) => (received += d.toString()));
     socket.on('error', reject);
     socket.on('close', () => resolve(received));
+  });
+}
+
+/**
+ * Sends `head` at once, then `drip` one byte per DRIP_MS until the server closes the socket (or
+ * every byte went out: 20 s for 200 bytes, far past the deadlines). Reports the status the server answered with, whether the request was
+ * ever complete, and whether the server closed the connection.
+ */
+function trickle(port: number, head: string, drip: string): Promise<{ status: number | undefined; wholeRequestSent: boolean; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect(port, '127.0.0.1', () => socket.write(head));
+    let received = '';
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (socket.destroyed || sent === drip.length) return;
+      socket.write(drip[sent++]);
+      // Complete: half-close so that a server which let it through answers and closes.
+      if (sent === drip.length) socket.end();
+    }, DRIP_MS);
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') reject(err);
+    });
+    socket.on('close', () => {
+      clearInterval(timer);
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1];
+      resolve({ status: status === undefined ? undefined : Number(status), wholeRequestSent: sent === drip.length, closed: true });
+    });
   });
 }
