@@ -23,7 +23,7 @@ export class AppModule {
             level: config.logLevel,
             // Never log auth headers or bodies; one line per request is enough.
             redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-pubkey"]'],
-            autoLogging: { ignore: (req) => ['/metrics', '/healthz', '/health', '/readyz'].includes(req.url ?? '') },
+            autoLogging: { ignore: (req) => ['/healthz', '/health', '/readyz'].includes(req.url ?? '') },
           },
         }),
         MetricsModule,

@@ -1,7 +1,8 @@
 /**
  * Builds and starts the relay for a given configuration: Fastify with raw-text
- * bodies (NIP-98 hashes the exact bytes), the ws adapter on the same port, the
- * one HTTP exception filter, pino logs, migrations before the port opens.
+ * bodies (NIP-98 hashes the exact bytes) and request/header/idle timeouts, the ws
+ * adapter on the same port, the one HTTP exception filter, pino logs, migrations
+ * before the port opens, and the operator's /metrics listener on its own address.
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -10,19 +11,45 @@ import { AppModule } from './app.module.js';
 import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
+import { MetricsListener } from './metrics/metrics-listener.js';
 import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
 import { CommunityRepository } from './tenancy/community.repository.js';
 import { TenancyService } from './tenancy/tenancy.service.js';
 
 export const HTTP_BODY_LIMIT = 1024 * 1024;
 
+/**
+ * Node checks the request and header deadlines on a sweep, not per socket; sweeping at a
+ * quarter of the shorter deadline (at most once a second) closes a trickling client within
+ * about 1.25x its deadline instead of Node's default 30 s sweep.
+ */
+function sweepIntervalMs(config: AppConfig): number {
+  return Math.max(25, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
+}
+
 export interface BootstrapOptions {
   /** Seed a community for config.defaultCommunityHosts (the embedded default does). */
   readonly seedDefaultCommunity: boolean;
 }
 
-export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, trustProxy: false });
+export interface StartedRelay {
+  readonly app: NestFastifyApplication;
+  /** `http://host:port/metrics` of the operator listener. */
+  readonly metricsUrl: string;
+}
+
+export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<StartedRelay> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: HTTP_BODY_LIMIT,
+    trustProxy: false,
+    // A client that trickles its headers or body is answered 408 and closed at these deadlines.
+    // They cover receiving a request only: a WebSocket, once upgraded, is not subject to them
+    // (ws clears the socket's idle timeout on upgrade).
+    requestTimeout: config.http.requestTimeoutMs,
+    connectionTimeout: config.http.idleTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: sweepIntervalMs(config) },
+  });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
     bodyParser: false,
@@ -38,7 +65,16 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
   }
-  if (!config.requireAuthToken) app.get(Logger).warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header');
+  warnAboutXPubkey(app.get(Logger), config);
+  const metricsUrl = await app.get(MetricsListener).listen();
   await app.listen(config.port, config.host);
-  return app;
+  return { app, metricsUrl };
+}
+
+function warnAboutXPubkey(logger: Logger, config: AppConfig): void {
+  if (config.xPubkeyTrust === 'always') {
+    logger.warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header from any client (development only)');
+  } else if (config.xPubkeyTrust === 'loopback') {
+    logger.warn('embedded default: the HTTP bridge trusts the X-Pubkey header from loopback clients (BUZZ_REQUIRE_AUTH_TOKEN=true turns it off)');
+  }
 }

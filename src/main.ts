@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   }
   const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => process.stdout.write(`[embedded-postgres] ${m}\n`) });
   if (embedded) config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
-  const app = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
+  const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
   const url = await app.getUrl();
+  process.stdout.write(`buzz-relay metrics on ${metricsUrl}\n`);
   process.stdout.write(`buzz-relay listening on ${url.replace('http://', 'ws://').replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost')}\n`);
 }
 

@@ -34,6 +34,20 @@ const UNLIMITED_QUOTAS = {
   BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '1000000',
 };
 
+/**
+ * The bridge benches (history-shed, long-thread) name their reader with the X-Pubkey development
+ * header instead of signing NIP-98 per call; a relay with DATABASE_URL refuses it unless told.
+ */
+const DEV_HEADER = { BUZZ_REQUIRE_AUTH_TOKEN: 'false' };
+
+/** ws:// URL of each spawned relay → its operator /metrics URL (read by lib/pod-metrics.ts). */
+const metricsUrls = new Map<string, string>();
+
+/** The /metrics address of a relay this process spawned (its public port does not serve /metrics). */
+export function metricsUrlOf(relayUrl: string): string | undefined {
+  return metricsUrls.get(relayUrl);
+}
+
 export interface BenchEnv {
   readonly cluster: PgCluster;
   /** The relay's database on the writer and on the replica. */
@@ -129,10 +143,12 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     ...UNLIMITED_QUOTAS,
+    ...DEV_HEADER,
     ...passThrough,
     ...databaseEnv,
     PORT: '0',
     BUZZ_BIND_ADDR: '127.0.0.1:0',
+    BUZZ_METRICS_PORT: '0',
   };
 }
 
@@ -158,7 +174,10 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
   try {
     const port = await listeningPort(child, () => out);
-    return { url: `ws://localhost:${port}`, child, output: () => out, stop };
+    const url = `ws://localhost:${port}`;
+    const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
+    if (metricsUrl) metricsUrls.set(url, metricsUrl);
+    return { url, child, output: () => out, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,8 +1,11 @@
-/** Reading a running relay's /metrics from a bench (the pod's ws:// URL names its HTTP port too). */
+/** Reading a running relay's /metrics from a bench, on the operator listener spawnRelay recorded. */
+import { metricsUrlOf } from './bench-env.js';
 
-/** The pod's whole /metrics text ('' when it does not answer). */
+/** The pod's whole /metrics text ('' when it does not answer, or is not one this bench spawned). */
 async function metricsText(podUrl: string): Promise<string> {
-  const res = await fetch(`${podUrl.replace(/^ws/, 'http')}/metrics`).catch(() => undefined);
+  const url = metricsUrlOf(podUrl);
+  if (url === undefined) return '';
+  const res = await fetch(url).catch(() => undefined);
   return res?.ok ? res.text() : '';
 }
 

@@ -20,6 +20,8 @@ export interface HttpAuthRequest {
   readonly rawBody: string;
   readonly authorization: string | undefined;
   readonly xPubkey: string | undefined;
+  /** The peer's address on the socket (no proxy header is believed). */
+  readonly remoteAddress: string | undefined;
 }
 
 export interface HttpIdentity {
@@ -29,8 +31,10 @@ export interface HttpIdentity {
 }
 
 /**
- * Bridge authentication: NIP-98, or the `X-Pubkey` dev header when
- * BUZZ_REQUIRE_AUTH_TOKEN=false. Every failure is a 401 with the spec's text.
+ * Bridge authentication: NIP-98, or the `X-Pubkey` dev header where config.xPubkeyTrust allows
+ * it (an explicit BUZZ_REQUIRE_AUTH_TOKEN=false, or a loopback client of the embedded default).
+ * An untrusted header is ignored: the request needs NIP-98 like any other. Every failure is a
+ * 401 with the spec's text.
  * The replay set is per community and outlives the ±60 s acceptance window; it
  * lives in Redis when BUZZ_REDIS_URL is set (one set for every pod). The
  * in-process set is bounded: when full of live marks the oldest goes first.
@@ -47,7 +51,7 @@ export class HttpAuthService {
 
   /** Step 3 of relay.md §3.1. The replay mark (step 5) comes after admission: consumeReplay. */
   async authenticate(req: HttpAuthRequest): Promise<HttpIdentity> {
-    if (!req.authorization && !this.config.requireAuthToken && req.xPubkey !== undefined) {
+    if (!req.authorization && req.xPubkey !== undefined && this.trustsXPubkey(req.remoteAddress)) {
       if (!isHex64(req.xPubkey)) throw new HttpError(401, 'invalid X-Pubkey hex');
       return { pubkey: req.xPubkey };
     }
@@ -64,6 +68,11 @@ export class HttpAuthService {
     const verdict = await this.verifier.verify(decoded.event);
     if (!verdict.ok) throw new HttpError(401, 'NIP-98: invalid signature');
     return { pubkey: decoded.event.pubkey, nip98EventId: decoded.event.id };
+  }
+
+  private trustsXPubkey(remoteAddress: string | undefined): boolean {
+    const trust = this.config.xPubkeyTrust;
+    return trust === 'always' || (trust === 'loopback' && isLoopback(remoteAddress));
   }
 
   /** Step 5: marks the NIP-98 event as used; a second use is a 401. The dev header has no replay check. */
@@ -87,4 +96,11 @@ export class HttpAuthService {
       throw new HttpError(401, 'NIP-98: replay check unavailable');
     }
   }
+}
+
+/** 127.0.0.0/8, ::1, and IPv4 loopback mapped into IPv6 (a dual-stack listener reports those). */
+export function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
+  return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }

@@ -70,6 +70,7 @@ export class BridgeController {
       rawBody,
       authorization: header(req, 'authorization'),
       xPubkey: header(req, 'x-pubkey'),
+      remoteAddress: req.socket.remoteAddress,
     });
     const pubkey = identity.pubkey;
     const owner = ownerFromHeader(header(req, 'x-auth-tag'), pubkey);

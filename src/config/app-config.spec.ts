@@ -69,4 +69,45 @@ describe('loadConfig', () => {
     const [problem] = problemsOf({ DATABASE_URL: 'http://user:secret@host/db' });
     expect(problem).not.toContain('secret');
   });
+
+  describe('X-Pubkey trust (BUZZ_REQUIRE_AUTH_TOKEN)', () => {
+    const PG = 'postgres://buzz@db.example/buzz';
+
+    it('unset: loopback clients of the embedded default only, nobody once DATABASE_URL is given', () => {
+      expect(loadConfig({}).xPubkeyTrust).toBe('loopback');
+      expect(loadConfig({ DATABASE_URL: PG }).xPubkeyTrust).toBe('never');
+      expect(loadConfig({ DATABASE_URL: '  ' }).xPubkeyTrust).toBe('loopback');
+    });
+
+    it('explicit: true refuses the header everywhere, false trusts it from anyone', () => {
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'true' }).xPubkeyTrust).toBe('never');
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'false', DATABASE_URL: PG }).xPubkeyTrust).toBe('always');
+      expect(loadConfig({ BUZZ_REQUIRE_AUTH_TOKEN: 'false' }).xPubkeyTrust).toBe('always');
+    });
+  });
+
+  describe('operator listener and HTTP deadlines', () => {
+    it('defaults /metrics to 127.0.0.1:9102 and the deadlines to 30 s / 10 s / 120 s / 72 s', () => {
+      const c = loadConfig({});
+      expect(c.metrics).toEqual({ host: '127.0.0.1', port: 9102 });
+      expect(c.http).toEqual({ requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, idleTimeoutMs: 120_000, keepAliveTimeoutMs: 72_000 });
+    });
+
+    it('takes a bracketed IPv6 metrics host and port 0', () => {
+      expect(loadConfig({ BUZZ_METRICS_HOST: '[::1]', BUZZ_METRICS_PORT: '0' }).metrics).toEqual({ host: '::1', port: 0 });
+    });
+
+    it('keeps the headers deadline within a shorter request deadline, and refuses a longer one', () => {
+      expect(loadConfig({ BUZZ_HTTP_REQUEST_TIMEOUT_MS: '4000' }).http.headersTimeoutMs).toBe(4000);
+      const [problem] = problemsOf({ BUZZ_HTTP_REQUEST_TIMEOUT_MS: '4000', BUZZ_HTTP_HEADERS_TIMEOUT_MS: '5000' });
+      expect(problem).toContain('BUZZ_HTTP_HEADERS_TIMEOUT_MS must not exceed BUZZ_HTTP_REQUEST_TIMEOUT_MS');
+    });
+
+    it.each(['BUZZ_HTTP_REQUEST_TIMEOUT_MS', 'BUZZ_HTTP_HEADERS_TIMEOUT_MS', 'BUZZ_HTTP_IDLE_TIMEOUT_MS', 'BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS'])(
+      'refuses %s=0 (no deadline is not a choice)',
+      (name) => {
+        expect(problemsOf({ [name]: '0' })[0]).toContain(`${name} must be an integer in 100..3600000`);
+      },
+    );
+  });
 });

@@ -104,9 +104,38 @@ export interface ScaleOutConfig {
   readonly gapFillWindowSecs: number;
 }
 
+/**
+ * Whom the HTTP bridge believes when a request names its pubkey in the `X-Pubkey` development
+ * header instead of signing NIP-98: nobody (`never`), loopback clients only (`loopback`, the
+ * embedded default), or anyone (`always`, an explicit `BUZZ_REQUIRE_AUTH_TOKEN=false`).
+ */
+export type XPubkeyTrust = 'never' | 'loopback' | 'always';
+
+/** The operator listener for `GET /metrics`; never the public port. */
+export interface MetricsListenerConfig {
+  /** `BUZZ_METRICS_HOST` (default 127.0.0.1). */
+  readonly host: string;
+  /** `BUZZ_METRICS_PORT` (default 9102; 0 = a free port, printed at start). */
+  readonly port: number;
+}
+
+/** Limits on how slowly a client may send an HTTP request (WebSocket traffic is not affected). */
+export interface HttpTimeouts {
+  /** `BUZZ_HTTP_REQUEST_TIMEOUT_MS`: the whole request, headers and body, must arrive within it (408). */
+  readonly requestTimeoutMs: number;
+  /** `BUZZ_HTTP_HEADERS_TIMEOUT_MS`: the request headers must arrive within it (408); at most the request timeout. */
+  readonly headersTimeoutMs: number;
+  /** `BUZZ_HTTP_IDLE_TIMEOUT_MS`: an HTTP socket with no traffic either way for this long is closed. */
+  readonly idleTimeoutMs: number;
+  /** `BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS`: how long a kept-alive socket waits for its next request. */
+  readonly keepAliveTimeoutMs: number;
+}
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
+  readonly metrics: MetricsListenerConfig;
+  readonly http: HttpTimeouts;
   readonly relayUrl: string;
   readonly logLevel: string;
   readonly database: DatabaseConfig;
@@ -122,8 +151,12 @@ export interface AppConfig {
    */
   readonly allowNipOaAuth: boolean;
   readonly pubkeyAllowlist: boolean;
-  /** false trusts the `X-Pubkey` dev header on the HTTP bridge (logged as a warning at start). */
-  readonly requireAuthToken: boolean;
+  /**
+   * `BUZZ_REQUIRE_AUTH_TOKEN`: true = NIP-98 only; false (explicit) = the `X-Pubkey` dev header is
+   * trusted from anyone (a warning at start); unset = trusted from loopback clients on the
+   * embedded default (no DATABASE_URL) and from nobody otherwise.
+   */
+  readonly xPubkeyTrust: XPubkeyTrust;
   /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
   readonly defaultCommunityHosts: readonly string[];
   readonly verifierThreads: number;
@@ -147,6 +180,7 @@ export function defaultWriterReadCap(poolSize: number): number {
 export const PRESENCE_TTL_DEFAULT_SECS = 120;
 export const PRESENCE_TTL_MAX_SECS = 180;
 const MIB = 1024 * 1024;
+export const DEFAULT_METRICS_PORT = 9102;
 
 export { ConfigError };
 
@@ -160,6 +194,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   const config: AppConfig = {
     host: bind.host,
     port: bind.port,
+    metrics: {
+      host: r.string('BUZZ_METRICS_HOST', '127.0.0.1').replace(/^\[(.*)\]$/, '$1'),
+      port: r.int('BUZZ_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    },
+    http: httpTimeouts(r),
     relayUrl: r.url('RELAY_URL', `ws://localhost:${bind.port}`, ['ws:', 'wss:']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     database: {
@@ -211,7 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     requireRelayMembership: r.bool('BUZZ_REQUIRE_RELAY_MEMBERSHIP', false),
     allowNipOaAuth: r.bool('BUZZ_ALLOW_NIP_OA_AUTH', false),
     pubkeyAllowlist: r.bool('BUZZ_PUBKEY_ALLOWLIST', false),
-    requireAuthToken: r.bool('BUZZ_REQUIRE_AUTH_TOKEN', false),
+    xPubkeyTrust: xPubkeyTrust(r),
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
@@ -219,6 +258,30 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   };
   r.throwIfInvalid();
   return deepFreeze(config);
+}
+
+/**
+ * Explicit `BUZZ_REQUIRE_AUTH_TOKEN` wins. Unset, the header is a convenience of the embedded
+ * default only (`npm start` without DATABASE_URL), and even there only for loopback clients: a
+ * deployment that forgets the variable does not let anyone name any pubkey.
+ */
+function xPubkeyTrust(r: EnvReader): XPubkeyTrust {
+  if (r.present('BUZZ_REQUIRE_AUTH_TOKEN')) return r.bool('BUZZ_REQUIRE_AUTH_TOKEN', true) ? 'never' : 'always';
+  return r.present('DATABASE_URL') ? 'never' : 'loopback';
+}
+
+function httpTimeouts(r: EnvReader): HttpTimeouts {
+  const requestTimeoutMs = r.int('BUZZ_HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const headersTimeoutMs = r.int('BUZZ_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    r.fail('BUZZ_HTTP_HEADERS_TIMEOUT_MS', `must not exceed BUZZ_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs: Math.min(headersTimeoutMs, requestTimeoutMs),
+    idleTimeoutMs: r.int('BUZZ_HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    keepAliveTimeoutMs: r.int('BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+  };
 }
 
 /** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */

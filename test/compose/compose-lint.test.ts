@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config/app-config.js';
 import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
@@ -110,6 +111,16 @@ function portOf(port: Port): { hostIp: string; published: number; target: number
 function relayPortOf(env: Record<string, string>): number {
   if (env.PORT !== undefined) return Number(env.PORT);
   return Number(/:(\d+)$/.exec(env.BUZZ_BIND_ADDR ?? '0.0.0.0:3000')![1]);
+}
+
+/** Where the relay serves /metrics, as loadConfig decides it: its operator listener. */
+function metricsAddressOf(env: Record<string, string>): { host: string; port: number } {
+  return loadConfig({ BUZZ_METRICS_HOST: env.BUZZ_METRICS_HOST, BUZZ_METRICS_PORT: env.BUZZ_METRICS_PORT }).metrics;
+}
+
+/** Whom the pod's HTTP bridge believes on `X-Pubkey`, as loadConfig decides it. */
+function xPubkeyTrustOf(env: Record<string, string>): string {
+  return loadConfig({ DATABASE_URL: interpolated(env.DATABASE_URL), BUZZ_REQUIRE_AUTH_TOKEN: env.BUZZ_REQUIRE_AUTH_TOKEN }).xPubkeyTrust;
 }
 
 /** `${VAR:?…}` and `${VAR}` compose interpolation replaced by a plain stand-in. */
@@ -271,12 +282,31 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('has Prometheus scrape every relay pod directly, and load the alert rules it mounts', () => {
+  it("opens each pod's /metrics listener to the compose network, on a port of its own", () => {
+    for (const name of relays) {
+      const env = environmentOf(compose.services[name]);
+      const metrics = metricsAddressOf(env);
+      // The default (127.0.0.1) would be unreachable from the Prometheus container.
+      expect({ name, host: metrics.host }).toEqual({ name, host: '0.0.0.0' });
+      expect(metrics.port).not.toBe(relayPortOf(env));
+    }
+  });
+
+  it('never trusts the X-Pubkey development header', () => {
+    for (const name of relays) {
+      const env = environmentOf(compose.services[name]);
+      expect(xPubkeyTrustOf(env)).toBe('never');
+      // Explicit, not only implied by DATABASE_URL.
+      expect(env.BUZZ_REQUIRE_AUTH_TOKEN).toBe('true');
+    }
+  });
+
+  it('has Prometheus scrape every relay pod directly on its metrics listener, and load the alert rules it mounts', () => {
     const prometheus = readYaml<PrometheusConfig>(PROMETHEUS_CFG);
     const relayJob = prometheus.scrape_configs.find((job) => job.job_name === 'buzz-relay')!;
     expect(relayJob.metrics_path ?? '/metrics').toBe('/metrics');
     const targets = relayJob.static_configs.flatMap((c) => c.targets);
-    expect(targets.sort()).toEqual(relays.map((name) => `${name}:${relayPortOf(environmentOf(compose.services[name]))}`).sort());
+    expect(targets.sort()).toEqual(relays.map((name) => `${name}:${metricsAddressOf(environmentOf(compose.services[name])).port}`).sort());
     const mounted = bindMounts(compose.services.prometheus);
     expect(mounted).toContainEqual({ source: `./${PROMETHEUS_CFG}`, target: '/etc/prometheus/prometheus.yml' });
     for (const ruleFile of prometheus.rule_files ?? []) expect(mounted.map((m) => m.target)).toContain(ruleFile);

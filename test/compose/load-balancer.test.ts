@@ -53,7 +53,7 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (value: T) =>
 }
 
 async function activeConnections(relay: RelayProcess): Promise<number> {
-  const text = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+  const text = await (await fetch(relay.metricsUrl)).text();
   return Number(/^buzz_ws_connections_active (\d+)$/m.exec(text)?.[1] ?? NaN);
 }
 

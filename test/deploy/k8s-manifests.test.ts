@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { loadConfig } from '../../src/config/app-config.js';
 import { onPath, readYaml, readYamlDocuments, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from './deploy-sources.js';
 
 const K8S = 'deploy/k8s';
@@ -94,6 +95,7 @@ describe('deploy/k8s', () => {
   const pod = deployment.spec.template;
   const relay = pod.spec.containers.find((c) => c.name === 'relay')!;
   const httpPort = relay?.ports.find((p) => p.name === 'http');
+  const metricsPort = relay?.ports.find((p) => p.name === 'metrics');
 
   it('holds a relay Deployment, its Service, a PodDisruptionBudget and a ConfigMap, with the v1 APIs', () => {
     expect(manifests.map((m) => `${m.apiVersion} ${m.kind}`).sort()).toEqual(['apps/v1 Deployment', 'policy/v1 PodDisruptionBudget', 'v1 ConfigMap', 'v1 Service']);
@@ -161,16 +163,25 @@ describe('deploy/k8s', () => {
     expect(relay.resources?.limits?.memory).toEqual(expect.any(String));
   });
 
-  it('annotates the pods for scraping on the http port, and the ServiceMonitor scrapes the same port', () => {
+  it("opens the relay's /metrics listener on the metrics container port, to the cluster, not on the http port", () => {
+    const metrics = loadConfig({ BUZZ_METRICS_HOST: configMap.data?.BUZZ_METRICS_HOST, BUZZ_METRICS_PORT: configMap.data?.BUZZ_METRICS_PORT }).metrics;
+    expect(metrics.host).toBe('0.0.0.0');
+    expect(metricsPort?.containerPort).toBe(metrics.port);
+    expect(metricsPort?.containerPort).not.toBe(httpPort?.containerPort);
+    const servicePort = service.spec.ports.find((p) => p.name === 'metrics');
+    expect([metricsPort?.name, metricsPort?.containerPort]).toContain(servicePort?.targetPort);
+  });
+
+  it('annotates the pods for scraping on the metrics port, and the ServiceMonitor scrapes the same port', () => {
     expect(pod.metadata.annotations).toEqual(
-      expect.objectContaining({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(httpPort?.containerPort), 'prometheus.io/path': '/metrics' }),
+      expect.objectContaining({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(metricsPort?.containerPort), 'prometheus.io/path': '/metrics' }),
     );
     const monitor = only<Manifest & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>(
       kustomizationManifests(`${K8S}/monitoring`),
       'ServiceMonitor',
     );
     expect(selects(monitor.spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
-    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
   });
 
   it('documents the Secret it reads with an example that is not applied', () => {

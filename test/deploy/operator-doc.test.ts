@@ -95,7 +95,7 @@ describe('docs/operator.md: metrics', () => {
     beforeAll(async () => {
       db = await createTestDatabase();
       relay = await startRelay({ DATABASE_URL: db.writerUrl, READ_DATABASE_URL: db.readerUrl });
-      const res = await fetch(`${relay.httpUrl}/metrics`);
+      const res = await fetch(relay.metricsUrl);
       expect(res.status).toBe(200);
       exposed = exposedTypes(await res.text());
     });

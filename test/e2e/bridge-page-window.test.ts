@@ -29,6 +29,7 @@ beforeAll(async () => {
   fixture = await startRelayFixture({
     BUZZ_REPLICA_READ_MAX_AGE_MS: '30000',
     BUZZ_RELAY_PRIVATE_KEY: RELAY_SECRET,
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false', // /query below uses the X-Pubkey development header
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
     BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '100000',
@@ -59,7 +60,7 @@ function byRelayOrder(x: Event, y: Event): number {
 }
 
 async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const text = (await httpRequest(`${relay.httpUrl}/metrics`, {})).body;
+  const text = (await httpRequest(relay.metricsUrl, {})).body;
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && want.every((w) => l.includes(w)));
   return line ? Number(line.split(' ').pop()) : 0;

@@ -275,7 +275,7 @@ describe('refusals', () => {
 
 describe('pool checkouts', () => {
   it('labels the writer-only reads authentication, tenant_resolution and authorization', async () => {
-    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+    const metrics = await (await fetch(relay.metricsUrl)).text();
     for (const operation of ['authentication', 'tenant_resolution', 'authorization']) {
       const line = metrics.split('\n').find((l) => l.startsWith('buzz_db_pool_acquire_started_total') && l.includes('pool_role="writer"') && l.includes(`operation="${operation}"`));
       expect(line).toBeDefined();

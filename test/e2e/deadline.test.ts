@@ -24,6 +24,7 @@ beforeAll(async () => {
     DATABASE_URL: db.writerUrl,
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost',
     BUZZ_DB_STATEMENT_TIMEOUT_MS: '300',
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false', // the bridge calls use the X-Pubkey development header
   });
   locker = new Client({ connectionString: db.writerUrl });
   locker.on('error', () => undefined);

@@ -11,6 +11,9 @@ import { authTemplate, Identity, newIdentity, RawClient } from '../harness/nostr
 import { mintAuthTag } from '../harness/nip-oa-tag.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 
+/** The bridge tests below name the agent with the X-Pubkey development header. */
+const DEV_HEADER = { BUZZ_REQUIRE_AUTH_TOKEN: 'false' };
+
 let fixture: RelayFixture;
 let writer: Pool;
 let withOa: RelayProcess;
@@ -20,9 +23,9 @@ const agent = newIdentity();
 const strangerOwner = newIdentity();
 
 beforeAll(async () => {
-  fixture = await startRelayFixture({ BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true', BUZZ_ALLOW_NIP_OA_AUTH: 'true' });
+  fixture = await startRelayFixture({ BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true', BUZZ_ALLOW_NIP_OA_AUTH: 'true', ...DEV_HEADER });
   ({ relay: withOa, writer } = fixture);
-  withoutOa = await startRelay(relayEnv(fixture.db, { BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true' }));
+  withoutOa = await startRelay(relayEnv(fixture.db, { BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true', ...DEV_HEADER }));
   await writer.query(`insert into relay_members (community_id, pubkey) select id, $1 from communities where host = 'localhost'`, [owner.pubkey]);
 });
 

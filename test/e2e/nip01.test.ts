@@ -19,6 +19,7 @@ beforeAll(async () => {
     DATABASE_URL: db.writerUrl,
     READ_DATABASE_URL: db.readerUrl ?? '',
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false', // the /query tests use the X-Pubkey development header
     // This suite tests protocol behaviour, not quotas (chat.test.ts covers those).
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '100000',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
@@ -357,7 +358,7 @@ describe('HTTP', () => {
     const ready = await fetch(`${relay.httpUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready', writer: 'reachable', reader: 'reachable' });
-    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+    const metrics = await (await fetch(relay.metricsUrl)).text();
     expect(metrics).toContain('buzz_events_stored_total');
     expect(metrics).toContain('buzz_ws_connections_active');
   });

@@ -28,6 +28,7 @@ let c: RawClient;
 beforeAll(async () => {
   fixture = await startRelayFixture({
     BUZZ_RELAY_PRIVATE_KEY: RELAY_SECRET,
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false', // the bridge reads use the X-Pubkey development header
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '100',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '1000',
   });

@@ -43,7 +43,7 @@ afterAll(async () => {
 });
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`${fx.relay.httpUrl}/metrics`)).text();
+  const text = await (await fetch(fx.relay.metricsUrl)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
 }

@@ -1,7 +1,7 @@
 /**
  * Runs the built relay (dist/src/main.js) as a child process against a test
- * database, the way an operator runs it. The port is chosen by the OS and read
- * back from the relay's start-up line.
+ * database, the way an operator runs it. The public port and the operator's
+ * /metrics port are chosen by the OS and read back from the start-up lines.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,6 +11,8 @@ export interface RelayProcess {
   readonly port: number;
   readonly wsUrl: string;
   readonly httpUrl: string;
+  /** `http://127.0.0.1:PORT/metrics`: the operator listener (never the public port). */
+  readonly metricsUrl: string;
   readonly child: ChildProcess;
   output(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -22,7 +24,7 @@ export const RELAY_ENTRY = path.join(ROOT, 'dist/src/main.js');
 export async function startRelay(env: Record<string, string>, timeoutMs = 30_000): Promise<RelayProcess> {
   if (!existsSync(RELAY_ENTRY)) throw new Error(`${RELAY_ENTRY} is missing: run \`npm run build\` first (npm test does)`);
   const child = spawn(process.execPath, ['--enable-source-maps', RELAY_ENTRY], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', BUZZ_BIND_ADDR: '127.0.0.1:0', LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', PORT: '0', BUZZ_BIND_ADDR: '127.0.0.1:0', BUZZ_METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -43,10 +45,13 @@ export async function startRelay(env: Record<string, string>, timeoutMs = 30_000
       reject(new Error(`relay exited with ${code} before listening:\n${out}`));
     });
   });
+  const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
+  if (!metricsUrl) throw new Error(`relay printed no metrics address:\n${out}`);
   return {
     port,
     wsUrl: `ws://localhost:${port}`,
     httpUrl: `http://localhost:${port}`,
+    metricsUrl,
     child,
     output: () => out,
     stop: (signal = 'SIGTERM') =>

@@ -31,6 +31,8 @@ beforeAll(async () => {
     READ_DATABASE_URL: db.readerUrl,
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     BUZZ_DB_READ_POOL_SIZE: '1',
+    // The bridge reads name their reader with the X-Pubkey development header.
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false',
     // Generous: a heartbeat delayed by a loaded machine must not send the holding read to the writer.
     BUZZ_REPLICA_READ_MAX_AGE_MS: '10000',
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000000',
@@ -53,7 +55,7 @@ afterAll(async () => {
 }, 30_000);
 
 async function metrics(): Promise<string> {
-  return (await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } })).body;
+  return (await httpRequest(relay.metricsUrl, {})).body;
 }
 
 function sample(text: string, name: string, ...must: string[]): number {

@@ -21,6 +21,8 @@ beforeAll(async () => {
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost',
     BUZZ_REPLICA_READ_MAX_AGE_MS: '2000',
     BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true',
+    // The bridge calls name their reader with the X-Pubkey development header.
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false',
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '100000',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
     BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '100000',
@@ -33,7 +35,7 @@ afterAll(async () => {
 }, 30_000);
 
 async function decisions(): Promise<Map<string, number>> {
-  const res = await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } });
+  const res = await httpRequest(relay.metricsUrl, {});
   const out = new Map<string, number>();
   for (const line of res.body.split('\n')) {
     const m = /^buzz_db_route_decision\{([^}]*)\} ([0-9.e+-]+)$/.exec(line);

@@ -30,13 +30,15 @@ async function relayFor(budgetMs: string): Promise<RelayProcess> {
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     BUZZ_REPLICA_READ_MAX_AGE_MS: budgetMs,
     BUZZ_POOL_METRICS_INTERVAL_SECS: '1',
+    // The bridge read names its reader with the X-Pubkey development header.
+    BUZZ_REQUIRE_AUTH_TOKEN: 'false',
     ...UNLIMITED,
   });
 }
 
 /** Parsed `/metrics` samples: `name{labels}` → value. */
 async function scrape(relay: RelayProcess): Promise<Map<string, number>> {
-  const res = await httpRequest(`${relay.httpUrl}/metrics`, { headers: { host: 'localhost' } });
+  const res = await httpRequest(relay.metricsUrl, {});
   const out = new Map<string, number>();
   for (const line of res.body.split('\n')) {
     const m = /^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+|NaN)$/.exec(line);

@@ -43,7 +43,7 @@ export async function readiness(pod: RelayProcess): Promise<{ status: number; bo
 
 /** Sum of the samples of a metric family whose labels include `labels`. */
 export async function metric(pod: RelayProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = (await httpRequest(`${pod.httpUrl}/metrics`, { headers: { host: 'localhost' } })).body;
+  const text = (await httpRequest(pod.metricsUrl, {})).body;
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   return text
     .split('\n')
