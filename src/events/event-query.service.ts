@@ -19,6 +19,8 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric, EventReadRepository } from './event-read.repository.js';
 import { effectiveLimit, matchFilter } from './filter.js';
+import { HistoryFlights } from './history-flights.js';
+import { VISIBILITY_GATED_KINDS } from './kinds.js';
 import { ReadScope } from './read-scope.js';
 
 export const FILTER_QUERY_CONCURRENCY = 4;
@@ -39,6 +41,8 @@ export interface HistoryContext {
 
 @Injectable()
 export class EventQueryService {
+  private readonly flights = new HistoryFlights();
+
   constructor(
     private readonly routed: RoutedReader,
     private readonly repo: EventReadRepository,
@@ -91,14 +95,38 @@ export class EventQueryService {
     return p;
   }
 
+  /**
+   * One filter's page. Identical reads waiting at the same time share one database read
+   * (HistoryFlights; flightKey says what may share).
+   */
   private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
     const limit = effectiveLimit(filter);
     if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
-    const work = (db: Kysely<DB>) => this.repo.query(db, scope, filter, limit, ctx?.offset);
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal: ctx?.signal });
-    const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
-    const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal: ctx.signal }, work);
+    return this.flights.run(this.flightKey(scope, filter, limit, ctx), ctx?.signal, (signal, started) => {
+      const work = (db: Kysely<DB>) => {
+        started();
+        return this.repo.query(db, scope, filter, limit, ctx?.offset);
+      };
+      if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal });
+      const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
+      const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
+      return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal }, work);
+    });
+  }
+
+  /**
+   * What identical reads share: the path, the page (limit and offset), the filter as the client
+   * wrote it, the community and channel scope, and the reader whenever the filter can match a
+   * gated kind (its rows then depend on who reads). Not shared: reads of internal callers (no
+   * context), `consistency: "strong"` reads, and any read by a reader with a write recent enough
+   * to be owed read-your-writes: its own read decides its route.
+   */
+  private flightKey(scope: ReadScope, filter: NostrFilter, limit: number, ctx: HistoryContext | undefined): string | undefined {
+    if (ctx === undefined || (ctx.honourConsistency === true && filter.extensions.consistency === 'strong')) return undefined;
+    if (ctx.reader !== undefined && this.routed.writes.lastWriteAt({ communityId: scope.communityId, pubkey: ctx.reader }) !== undefined) return undefined;
+    const channels = scope.channels === 'any' ? 'any' : [...scope.channels].sort();
+    const reader = canMatchGatedKind(filter) ? (scope.reader ?? ctx.reader ?? '') : '';
+    return JSON.stringify([ctx.path, limit, ctx.offset ?? 0, scope.communityId, channels, scope.includeGlobal, reader, filter]);
   }
 
   /** Channel-metadata reads and client-declared strong reads are served by the writer, unrouted. */
@@ -109,6 +137,11 @@ export class EventQueryService {
 
 function author(scope: ReadScope, ctx: HistoryContext) {
   return ctx.reader === undefined ? undefined : { communityId: scope.communityId, pubkey: ctx.reader };
+}
+
+/** Whether the filter can match a kind whose rows only some readers may see (events/visibility.ts). */
+function canMatchGatedKind(filter: NostrFilter): boolean {
+  return filter.kinds === undefined || filter.kinds.some((k) => VISIBILITY_GATED_KINDS.has(k));
 }
 
 /** Design choice (database.md §2.2): no `kinds` list, or `kinds` containing 39000. */

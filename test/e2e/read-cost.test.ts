@@ -128,7 +128,8 @@ describe('client reads on the writer', () => {
     const readers = await Promise.all(Array.from({ length: 4 }, () => RawClient.authed(relay.wsUrl, alice)));
     const publisher = await RawClient.authed(relay.wsUrl, alice);
     await whilePartitionLocked(async () => {
-      readers.forEach((r, i) => r.send(['REQ', `stuck-${i}`, {}]));
+      // Four different reads (identical ones would share one read: single flight).
+      readers.forEach((r, i) => r.send(['REQ', `stuck-${i}`, { limit: 100 + i }]));
       expect(await lockWaiters((n) => n >= 2)).toBe(2);
       // Two more reads are waiting for the cap, not for a writer connection: a write gets one.
       const ev = alice.sign({ kind: 1, content: 'written while reads are stuck' });

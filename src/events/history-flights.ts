@@ -1,0 +1,79 @@
+/**
+ * Single flight for identical history reads (issue 17: a reconnect storm asks a thousand times
+ * for the same recent page). Reads with the same key that arrive while one such read is still
+ * waiting for its turn (a history permit, a connection, a proof) share that read: one database
+ * read, its rows handed to every waiter, each of which then applies its own filter match,
+ * visibility check, EOSE and live registration.
+ *
+ * A flight takes joiners only until its work starts on a database snapshot (`started()`): a read
+ * that arrives later starts a flight of its own, so no waiter gets rows from a snapshot taken
+ * before it asked (a replica read's proof, a writer statement's start). A failed flight fails
+ * every waiter with the same error. A waiter whose client went away just stops waiting; the
+ * flight's statement is cancelled only once every waiter's client has gone.
+ *
+ * What may share is decided by the key (EventQueryService.flightKey): the same community, channel
+ * scope, path and filter, and the same reader whenever the filter can match a gated kind. A
+ * reader owed read-your-writes never joins.
+ */
+import { counter } from '../metrics/metric-factory.js';
+
+const joinedReads = counter({
+  name: 'buzz_history_reads_coalesced_total',
+  help: 'History reads served by an identical read already waiting to run (single flight), with no database read of their own',
+});
+
+interface Flight {
+  readonly promise: Promise<unknown>;
+  readonly controller: AbortController;
+  waiters: number;
+  gone: number;
+}
+
+export class HistoryFlights {
+  private readonly open = new Map<string, Flight>();
+
+  /** Flights still taking joiners (for tests and diagnostics). */
+  get openCount(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Runs `start` for this read, or joins the open flight with the same key. `start` gets the
+   * flight's signal (aborted once every waiter's `signal` is) and must call `started()` when its
+   * work begins on a database snapshot. Without a key the read runs alone.
+   */
+  run<T>(key: string | undefined, signal: AbortSignal | undefined, start: (signal: AbortSignal | undefined, started: () => void) => Promise<T>): Promise<T> {
+    signal?.throwIfAborted();
+    if (key === undefined) return start(signal, () => undefined);
+    const open = this.open.get(key);
+    if (open !== undefined && !open.controller.signal.aborted) {
+      joinedReads.inc();
+      return this.join(open, signal) as Promise<T>;
+    }
+    const controller = new AbortController();
+    const close = () => {
+      if (this.open.get(key) === flight) this.open.delete(key);
+    };
+    const promise = start(controller.signal, close);
+    const flight: Flight = { promise, controller, waiters: 0, gone: 0 };
+    this.open.set(key, flight);
+    promise.then(close, close);
+    return this.join(flight, signal) as Promise<T>;
+  }
+
+  private join(flight: Flight, signal: AbortSignal | undefined): Promise<unknown> {
+    flight.waiters += 1;
+    if (signal === undefined) {
+      flight.gone = Number.NEGATIVE_INFINITY; // a waiter that cannot go away keeps the read alive
+      return flight.promise;
+    }
+    const onGone = () => {
+      flight.gone += 1;
+      if (flight.gone >= flight.waiters) flight.controller.abort();
+    };
+    signal.addEventListener('abort', onGone, { once: true });
+    const stop = () => signal.removeEventListener('abort', onGone);
+    flight.promise.then(stop, stop);
+    return flight.promise;
+  }
+}
