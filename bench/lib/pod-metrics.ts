@@ -1,7 +1,7 @@
 /** Reading a running relay's /metrics from a bench (the pod's ws:// URL names its HTTP port too). */
 
 /** The pod's whole /metrics text ('' when it does not answer). */
-async function metricsText(podUrl: string): Promise<string> {
+export async function metricsText(podUrl: string): Promise<string> {
   const res = await fetch(`${podUrl.replace(/^ws/, 'http')}/metrics`).catch(() => undefined);
   return res?.ok ? res.text() : '';
 }
