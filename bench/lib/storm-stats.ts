@@ -114,19 +114,21 @@ const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'inf
 
 /**
  * The relay's pino JSON lines tallied by `level msg` (with the error's message when the line
- * carries one), most frequent first, at most `top` entries. Lines that are not JSON are skipped.
+ * carries one, as a string or pino's error object), most frequent first, at most `top` entries. Lines that are not JSON are skipped.
  */
 export function tallyLogLines(output: string, top = 12): Record<string, number> {
   const tally = new Map<string, number>();
   for (const line of output.split('\n')) {
     if (!line.startsWith('{')) continue;
-    let entry: { level?: unknown; msg?: unknown; err?: { message?: unknown } };
+    let entry: { level?: unknown; msg?: unknown; err?: string | { message?: unknown } };
     try {
       entry = JSON.parse(line) as typeof entry;
     } catch {
       continue;
     }
-    const err = typeof entry.err?.message === 'string' ? `: ${entry.err.message}` : '';
+    // Handlers log `err` as the error's message, pino's serializer as an object with one.
+    const message = typeof entry.err === 'string' ? entry.err : entry.err?.message;
+    const err = typeof message === 'string' ? `: ${message}` : '';
     const level = PINO_LEVELS[Number(entry.level)] ?? String(entry.level ?? '?');
     const key = `${level} ${String(entry.msg ?? '')}${err}`;
     tally.set(key, (tally.get(key) ?? 0) + 1);

@@ -72,11 +72,13 @@ describe('storm bench statistics', () => {
       'buzz-relay listening on ws://localhost:1',
       '{"level":50,"msg":"channel access lookup failed","err":{"message":"timeout exceeded when trying to connect"}}',
       '{"level":40,"msg":"reader pool acquire timed out; routing to writer"}',
+      '{"level":40,"msg":"Historical query failed","err":"history read cap reached"}',
       '{"level":50,"msg":"chan',
     ].join('\n');
     expect(tallyLogLines(out)).toEqual({
       'warn reader pool acquire timed out; routing to writer': 2,
       'error channel access lookup failed: timeout exceeded when trying to connect': 1,
+      'warn Historical query failed: history read cap reached': 1,
     });
   });
 });
