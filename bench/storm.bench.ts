@@ -16,7 +16,8 @@
  * perf_hooks.monitorEventLoopDelay histogram and reset it at every scrape: the bench scrapes once
  * when the publisher starts, once when the storm starts and once when it ends, so the figures
  * after each scrape cover exactly the pre-storm window and the storm), its RSS from /proc every
- * 100 ms, and its log lines during the storm.
+ * 100 ms, its CPU time and the Postgres pair's and the bench's own (/proc) over the storm, and its
+ * log lines during the storm.
  *
  * Baselines, in the same run:
  * - within each variant, the publisher's `OK` p99 before the storm is the baseline for its p99
@@ -37,6 +38,7 @@ import { parseArgs } from 'node:util';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
 import { logLine, quietPool, round, runBench, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
 import { fastSigner, type FastSigner } from './lib/fast-sign.js';
+import { cpuSince, sampleCpu } from './lib/cpu-usage.js';
 import { metricsText } from './lib/pod-metrics.js';
 import { startStormClient, type StormClient, type StormOutcome } from './lib/storm-client.js';
 import { bucketDelta, counterDelta, countBy, deltaBy, histogramQuantile, parseSamples, sumOf, tallyLogLines, type Sample } from './lib/storm-stats.js';
@@ -202,8 +204,10 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
     const m0 = await scrape(env);
     const logFrom = env.relayOutput().length;
     const stopRss = startRssSampler(env.relayPid);
+    const cpu0 = sampleCpu(env.relayPid, env.cluster.baseDir);
     logLine(`${name}: ${CLIENTS} clients connect`);
     const s = await storm(env, signers);
+    const cpu = cpuSince(cpu0, sampleCpu(env.relayPid, env.cluster.baseDir));
     const m1 = await scrape(env);
     logLine(`${name}: storm over in ${round((s.endedAt - s.startedAt) / 1000, 1)} s; publisher goes on ${POST_MS / 1000} s`);
     await sleep(POST_MS);
@@ -219,6 +223,9 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
       ...clientFigures(s),
       ...publisherFigures(publisher.records, s),
       ...relayFigures(m0, m1),
+      cpu_s_relay: round(cpu.relay),
+      cpu_s_postgres: round(cpu.postgres),
+      cpu_s_bench: round(cpu.client),
       rss_peak_mb: mb(rssPeak),
       rss_high_water_mb: mb(procStatusBytes(env.relayPid, 'VmHWM')),
       relay_log: relayLog,
@@ -290,6 +297,8 @@ function relayFigures(m0: readonly Sample[], m1: readonly Sample[]) {
     history_reads_on_writer: counterDelta(m0, m1, route, { path: 'req_historical', decision: 'writer' }),
     history_reads_on_replica: counterDelta(m0, m1, route, { path: 'req_historical', decision: 'replica' }),
     history_reads_shed: counterDelta(m0, m1, route, { path: 'req_historical', decision: 'rejected' }),
+    auth_outcomes: deltaBy(m0, m1, 'buzz_auth_outcomes_total', {}, ['outcome']),
+    auth_deadline_closes: counterDelta(m0, m1, 'buzz_ws_auth_timeouts_total'),
     route_writer: deltaBy(m0, m1, route, { decision: 'writer' }, ['path', 'reason']),
     route_rejected: deltaBy(m0, m1, route, { decision: 'rejected' }, ['path', 'reason']),
     writer_acquire_wait_p99_ms: ms(histogramQuantile(0.99, acquire)),
