@@ -2,7 +2,7 @@
 import { metricsUrlOf } from './bench-env.js';
 
 /** The pod's whole /metrics text ('' when it does not answer, or is not one this bench spawned). */
-async function metricsText(podUrl: string): Promise<string> {
+export async function metricsText(podUrl: string): Promise<string> {
   const url = metricsUrlOf(podUrl);
   if (url === undefined) return '';
   const res = await fetch(url).catch(() => undefined);
