@@ -45,6 +45,8 @@ const BRANCH_ORDER: readonly Branch[] = ['search', 'presence', 'window', 'feed',
 export interface BridgeReader {
   readonly communityId: string;
   readonly pubkey: string;
+  /** Aborted when the HTTP client went away before its answer: the catch-all read is cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 @Injectable()
@@ -120,7 +122,7 @@ export class BridgeQueryService {
 
   private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const out: NostrEvent[] = [];
-    const ctx = { path: 'bridge_query' as const, reader: reader.pubkey, honourConsistency: true, offset: catchAllParams(f).offset };
+    const ctx = { path: 'bridge_query' as const, reader: reader.pubkey, honourConsistency: true, offset: catchAllParams(f).offset, signal: reader.signal };
     for await (const batch of this.queries.history(scope, [f], false, ctx)) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
     return out;
   }

@@ -5,8 +5,9 @@
  * filters and hands off. Failures are thrown and mapped to status and body by
  * DatabaseErrorFilter.
  */
-import { Body, Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpAuthService } from '../auth/http-auth.service.js';
 import { verifyAuthTag } from '../auth/nip-oa.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
@@ -38,21 +39,23 @@ export class BridgeController {
 
   @Post('query')
   @HttpCode(200)
-  async query(@Req() req: FastifyRequest, @Body() body: unknown): Promise<NostrEvent[]> {
+  async query(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply, @Body() body: unknown): Promise<NostrEvent[]> {
+    const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, true);
-    return this.bridge.query(reader, filters);
+    return this.bridge.query({ ...reader, signal }, filters);
   }
 
   @Post('count')
   @HttpCode(200)
-  async count(@Req() req: FastifyRequest, @Body() body: unknown): Promise<{ count: number }> {
+  async count(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply, @Body() body: unknown): Promise<{ count: number }> {
+    const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, false);
     const gate = this.access.gate(filters, reader.pubkey, 'count');
     if (gate) throw new HttpError(403, gate.reason);
     let total = 0;
     for (const f of filters) {
       const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
-      if (scope) total += await this.counts.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey }).catch(tooBroadIs400);
+      if (scope) total += await this.counts.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey, signal }).catch(tooBroadIs400);
     }
     return { count: total };
   }
@@ -118,6 +121,18 @@ function ownerFromHeader(value: string | undefined, agent: string): string | und
 
 function tooBroadIs400(err: unknown): never {
   throw err instanceof CountTooBroadError ? new HttpError(400, COUNT_TOO_BROAD_MESSAGE) : err;
+}
+
+/**
+ * Aborted when the response is closed before it was written out: the client went away, and a
+ * read still running for it is cancelled in Postgres (docs/security.md, Read cost bounds).
+ */
+function clientGone(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  return gone.signal;
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

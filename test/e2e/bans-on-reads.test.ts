@@ -8,10 +8,9 @@
  * Two relays on one writer + replica pair: `sweeping` re-checks bans every 200 ms, `admitting`
  * never within a test's lifetime (so only a request's own admission can see the ban).
  */
-import { createHash, randomUUID } from 'node:crypto';
 import { finalizeEvent, type VerifiedEvent } from 'nostr-tools/pure';
 import { mintAuthTag } from '../harness/nip-oa-tag.js';
-import { authTemplate, Frame, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { authTemplate, Frame, Identity, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
 import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 
@@ -69,29 +68,12 @@ function eventsAfter(c: RawClient, from: number): Frame[] {
   return c.frames.slice(from).filter((f) => f[0] === 'EVENT');
 }
 
-function nip98(relay: RelayProcess, id: Identity, path: string, body: string): string {
-  const ev = finalizeEvent(
-    {
-      kind: 27235,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [
-        ['u', `${relay.httpUrl}${path}`],
-        ['method', 'POST'],
-        ['payload', createHash('sha256').update(body).digest('hex')],
-        ['nonce', randomUUID()], // two requests in one second must not share an event id (replay)
-      ],
-      content: '',
-    },
-    id.sk,
-  );
-  return `Nostr ${Buffer.from(JSON.stringify(ev)).toString('base64')}`;
-}
 
 type Via = 'nip98' | 'x-pubkey';
 
 async function post(relay: RelayProcess, id: Identity, path: '/query' | '/count', via: Via): Promise<{ status: number; body: unknown }> {
   const body = JSON.stringify([{ kinds: [1], limit: 5 }]);
-  const headers: Record<string, string> = via === 'nip98' ? { authorization: nip98(relay, id, path, body) } : { 'x-pubkey': id.pubkey };
+  const headers: Record<string, string> = via === 'nip98' ? { authorization: nip98Header(id, `${relay.httpUrl}${path}`, body, undefined, true) } : { 'x-pubkey': id.pubkey };
   const res = await fetch(`${relay.httpUrl}${path}`, { method: 'POST', headers, body });
   return { status: res.status, body: await res.json() };
 }

@@ -14,6 +14,7 @@
  * recent window cannot fill reads every partition, so it waits on that lock; event writes go to
  * the current month's partition and do not.
  */
+import { request } from 'node:http';
 import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { httpRequest, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
@@ -155,6 +156,19 @@ describe('client reads on the writer', () => {
       expect(await lockWaiters((n) => n === 1)).toBe(1);
       c.ws.terminate();
       // The lock is still held: only a cancel ends the wait (lock and read deadlines are 120 s).
+      expect(await lockWaiters((n) => n === 0)).toBe(0);
+    });
+  });
+
+  it('over HTTP are cancelled in Postgres when the client hangs up', async () => {
+    await whilePartitionLocked(async () => {
+      const body = JSON.stringify([{ limit: 9 }]);
+      const url = `${relay.httpUrl}/query`;
+      const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: nip98Header(alice, url, body) } });
+      req.on('error', () => undefined);
+      req.end(body);
+      expect(await lockWaiters((n) => n === 1)).toBe(1);
+      req.destroy();
       expect(await lockWaiters((n) => n === 0)).toBe(0);
     });
   });

@@ -10,11 +10,10 @@
  * - text that does round-trip (astral characters, noncharacters, controls) is still accepted and
  *   comes back byte for byte, with a signature that verifies.
  */
-import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
-import { finalizeEvent, verifyEvent, type VerifiedEvent } from 'nostr-tools/pure';
+import { verifyEvent, type VerifiedEvent } from 'nostr-tools/pure';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
-import { Frame, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { Frame, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 
 let db: TestDatabase;
@@ -48,27 +47,10 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A NIP-98 Authorization header for a POST of body to path. */
-function nip98(id: Identity, path: string, body: string): string {
-  const ev = finalizeEvent(
-    {
-      kind: 27235,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [
-        ['u', `${relay.httpUrl}${path}`],
-        ['method', 'POST'],
-        ['payload', createHash('sha256').update(body).digest('hex')],
-      ],
-      content: '',
-    },
-    id.sk,
-  );
-  return `Nostr ${Buffer.from(JSON.stringify(ev)).toString('base64')}`;
-}
 
 async function post(path: '/query' | '/count', filters: unknown): Promise<{ status: number; body: unknown }> {
   const body = JSON.stringify(filters);
-  const res = await fetch(`${relay.httpUrl}${path}`, { method: 'POST', headers: { authorization: nip98(alice, path, body) }, body });
+  const res = await fetch(`${relay.httpUrl}${path}`, { method: 'POST', headers: { authorization: nip98Header(alice, `${relay.httpUrl}${path}`, body) }, body });
   // Parsed here, not by res.json(): fetch's objects come from another realm, and nostr-tools'
   // verifyEvent refuses anything that is not `instanceof Object` in this one.
   return { status: res.status, body: JSON.parse(await res.text()) };

@@ -4,7 +4,7 @@
  */
 import { finalizeEvent, generateSecretKey, getPublicKey, type EventTemplate, type VerifiedEvent } from 'nostr-tools/pure';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import WebSocket from 'ws';
 
@@ -69,8 +69,12 @@ export function httpRequest(url: string, opts: { method?: string; headers?: Reco
   });
 }
 
-/** A NIP-98 `Authorization` header value for a POST of `body` to `url` (kind 27235, signed by id). */
-export function nip98Header(id: Identity, url: string, body: string, createdAt = Math.floor(Date.now() / 1000)): string {
+/**
+ * A NIP-98 `Authorization` header value for a POST of `body` to `url` (kind 27235, signed by id).
+ * `nonce` adds a random tag, so that two requests in one second do not share an event id (the
+ * relay refuses a replayed one).
+ */
+export function nip98Header(id: Identity, url: string, body: string, createdAt = Math.floor(Date.now() / 1000), nonce = false): string {
   const ev = finalizeEvent(
     {
       kind: 27235,
@@ -79,6 +83,7 @@ export function nip98Header(id: Identity, url: string, body: string, createdAt =
         ['u', url],
         ['method', 'POST'],
         ['payload', createHash('sha256').update(body).digest('hex')],
+        ...(nonce ? [['nonce', randomUUID()]] : []),
       ],
       content: '',
     },
