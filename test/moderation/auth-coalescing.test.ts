@@ -267,7 +267,7 @@ describe('channel access (10 s cache, uncached confirmation)', () => {
       letThrough();
       spy.mockRestore();
     }
-  });
+  }, 15_000); // a caller that joined the held load would wait for it: fail, do not hang
 });
 
 describe('tenant resolution', () => {

@@ -173,5 +173,5 @@ describe('the immediate hook', () => {
       letThrough();
       spy.mockRestore();
     }
-  });
+  }, 15_000); // a hook that joined the held lookup would wait for it: fail, do not hang
 });
