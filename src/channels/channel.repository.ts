@@ -3,9 +3,17 @@
  * run inside ingest transactions, so everything here uses the writer.
  */
 import { Injectable } from '@nestjs/common';
-import { Kysely, sql } from 'kysely';
+import { Kysely, RawBuilder, sql } from 'kysely';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { ChannelMemberRole, ChannelType, ChannelVisibility, DB } from '../database/database.types.js';
+
+/** A (community, pubkey) access lookup; its key is `community:pubkey`. */
+export interface AccessKey {
+  readonly communityId: string;
+  readonly pubkey: string;
+}
+
+export const accessKey = (k: AccessKey): string => `${k.communityId}:${k.pubkey}`;
 
 export interface ChannelInfo {
   readonly id: string;
@@ -51,12 +59,45 @@ export class ChannelRepository {
     return row ? { id: row.id, visibility: row.visibility, archived: row.archived } : undefined;
   }
 
-  /** Open channels plus the private ones the pubkey is a current member of. */
-  async accessibleIds(communityId: string, pubkey: string): Promise<string[]> {
-    const { rows } = await this.on(undefined, (db) => sql<{ id: string }>`
-      select c.id from channels c
-       where c.community_id = ${communityId}::uuid and c.deleted_at is null and ${readableBy(pubkey)}`.execute(db));
-    return rows.map((r) => r.id);
+  /**
+   * For each (community, pubkey): the open channels plus the private ones it is a current member
+   * of, in one statement for the whole batch. The open channels are read once per community, not
+   * once per pubkey (in a reconnect storm every pubkey asks for the same community's); the private
+   * ones come from idx_channel_members_pubkey, one range per pubkey.
+   */
+  async accessibleIdsAmong(pairs: readonly AccessKey[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(pairs.map((p) => [accessKey(p), []]));
+    if (pairs.length === 0) return out;
+    const { rows } = await this.on(undefined, (db) => sql<{ community_id: string; pubkey: string | null; id: string }>`
+      with q as (select * from unnest(${pairs.map((p) => p.communityId)}::uuid[], ${pairs.map((p) => p.pubkey)}::text[]) as q(community_id, pubkey))
+      select c.community_id, null::text as pubkey, c.id from channels c
+       where c.community_id in (select community_id from q) and c.deleted_at is null and c.visibility = 'open'
+      union all
+      select c.community_id, q.pubkey, c.id from q
+        join channel_members m on m.community_id = q.community_id and m.pubkey = q.pubkey and m.removed_at is null
+        join channels c on c.community_id = m.community_id and c.id = m.channel_id and c.deleted_at is null and c.visibility <> 'open'`.execute(db));
+    const open = new Map<string, string[]>();
+    for (const r of rows) {
+      if (r.pubkey === null) open.set(r.community_id, [...(open.get(r.community_id) ?? []), r.id]);
+      else out.get(`${r.community_id}:${r.pubkey}`)?.push(r.id);
+    }
+    for (const p of pairs) out.get(accessKey(p))!.unshift(...(open.get(p.communityId) ?? []));
+    return out;
+  }
+
+  /**
+   * Of (community, pubkey, channel) triples, the `community:pubkey:channel` keys the pubkey may
+   * read now (a live channel, open or it is a current member): the uncached confirmation of a
+   * cache miss, for a whole batch in one statement. Channel ids must be UUIDs.
+   */
+  async readableTriples(triples: ReadonlyArray<AccessKey & { readonly channelId: string }>): Promise<Set<string>> {
+    if (triples.length === 0) return new Set();
+    const { rows } = await this.on(undefined, (db) => sql<{ community_id: string; pubkey: string; id: string }>`
+      select c.community_id, q.pubkey, c.id
+        from unnest(${triples.map((t) => t.communityId)}::uuid[], ${triples.map((t) => t.pubkey)}::text[], ${triples.map((t) => t.channelId)}::uuid[]) as q(community_id, pubkey, channel_id)
+        join channels c on c.community_id = q.community_id and c.id = q.channel_id and c.deleted_at is null
+       where ${readableBy(sql.ref('q.pubkey'))}`.execute(db));
+    return new Set(rows.map((r) => `${r.community_id}:${r.pubkey}:${r.id}`));
   }
 
   /** Of `channelIds`, the live ones the pubkey may read now (open, or a current member), on `db` (a writer handle). */
@@ -189,7 +230,7 @@ export class ChannelRepository {
 }
 
 /** A channel row `c` the pubkey may read: open, or it is a current member. */
-function readableBy(pubkey: string) {
+function readableBy(pubkey: string | RawBuilder<unknown>) {
   return sql<boolean>`(c.visibility = 'open' or exists (
     select 1 from channel_members m
      where m.community_id = c.community_id and m.channel_id = c.id and m.pubkey = ${pubkey} and m.removed_at is null))`;

@@ -167,6 +167,13 @@ export interface AppConfig {
    * every pubkey it holds an authenticated socket for; a ban reaches an open socket within this.
    */
   readonly banRecheckMs: number;
+  /**
+   * `BUZZ_AUTH_VERIFY_TIMEOUT_MS` (1000..600000, default 30000): the relay's own bound on verifying
+   * an AUTH that arrived in time (signature, ban, allowlist and membership lookups). Past it the
+   * client gets `OK false "error: …"` and the socket closes; the 5 s AUTH deadline only measures
+   * the client (issue 17).
+   */
+  readonly authVerifyTimeoutMs: number;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -255,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
+    authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
   };
   r.throwIfInvalid();
   return deepFreeze(config);

@@ -15,11 +15,12 @@ export class BanGate {
   /**
    * True when the pubkey, or the NIP-OA owner its session proved (an owner's ban cascades to the
    * agent), is banned in the community. A writer read every time, like the AUTH and EVENT gates:
-   * lookups made in the same turn share one statement. Errors propagate so callers fail closed.
+   * concurrent lookups share statements (ModerationRepository.restrictionOf); `fresh` sees every
+   * ban committed before the call. Errors propagate so callers fail closed.
    */
-  async isBanned(communityId: string, pubkey: string, owner?: string): Promise<boolean> {
+  async isBanned(communityId: string, pubkey: string, owner?: string, opts: { fresh?: boolean } = {}): Promise<boolean> {
     const subjects = owner === undefined || owner === pubkey ? [pubkey] : [pubkey, owner];
-    const states = await Promise.all(subjects.map((s) => this.moderation.restrictionOf(communityId, s)));
+    const states = await Promise.all(subjects.map((s) => this.moderation.restrictionOf(communityId, s, opts)));
     return states.some((r) => r.kind === 'banned');
   }
 }

@@ -5,22 +5,52 @@
  */
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
+import { CoalescingLoader } from '../common/coalescing-loader.js';
 import { DatabaseService } from '../database/database.service.js';
 import { BOUNDED } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 
 export type Restriction = { kind: 'none' } | { kind: 'banned' } | { kind: 'timed_out'; untilSecs: number };
 
-interface PendingLookup {
+/** A (community, pubkey) lookup; its coalescing key is `community:pubkey`. */
+interface KeyLookup {
   readonly communityId: string;
   readonly pubkey: string;
-  resolve(r: Restriction): void;
-  reject(err: unknown): void;
 }
+
+/** Most keys one coalesced lookup statement reads (one primary-key probe each). */
+export const LOOKUP_BATCH_MAX = 1000;
+/** Most coalesced lookup statements of one kind in flight at once (writer connections they hold). */
+export const LOOKUP_CONCURRENCY = 2;
+
+const keyOf = (l: KeyLookup) => `${l.communityId}:${l.pubkey}`;
 
 @Injectable()
 export class ModerationRepository {
-  private pending: PendingLookup[] = [];
+  /**
+   * Ban and timeout state, read on the writer every time, never cached: concurrent lookups of
+   * one key share one query, and lookups of different keys made together (or while the previous
+   * statements run) share one statement, so a burst of AUTHs or EVENTs costs a few round trips
+   * instead of one writer connection per lookup.
+   */
+  private readonly restrictions = new CoalescingLoader<KeyLookup, Restriction>({
+    keyOf,
+    maxBatch: LOOKUP_BATCH_MAX,
+    maxConcurrent: LOOKUP_CONCURRENCY,
+    load: (batch) => this.readRestrictions(batch),
+  });
+  private readonly relayMembers = new CoalescingLoader<KeyLookup, boolean>({
+    keyOf,
+    maxBatch: LOOKUP_BATCH_MAX,
+    maxConcurrent: LOOKUP_CONCURRENCY,
+    load: (batch) => this.readRelayMembers(batch),
+  });
+  private readonly allowlisted = new CoalescingLoader<KeyLookup, boolean>({
+    keyOf,
+    maxBatch: LOOKUP_BATCH_MAX,
+    maxConcurrent: LOOKUP_CONCURRENCY,
+    load: (batch) => this.readAllowlisted(batch),
+  });
 
   constructor(
     private readonly db: DatabaseService,
@@ -28,37 +58,31 @@ export class ModerationRepository {
   ) {}
 
   /**
-   * The author's restriction, read on the writer every time (never cached). Lookups
-   * made in the same turn of the event loop share one query, so a burst of EVENTs
-   * costs one round trip instead of one per event.
+   * The key's restriction. A caller may share a statement that started before it asked (at most
+   * that statement's running time old); `fresh` waits for one that starts after, so it sees
+   * every ban committed before the call (the immediate ban hook needs that).
    */
-  restrictionOf(communityId: string, pubkey: string): Promise<Restriction> {
-    return new Promise((resolve, reject) => {
-      if (this.pending.push({ communityId, pubkey, resolve, reject }) === 1) setImmediate(() => void this.flushLookups());
-    });
+  restrictionOf(communityId: string, pubkey: string, opts: { fresh?: boolean } = {}): Promise<Restriction> {
+    return this.restrictions.get({ communityId, pubkey }, opts);
   }
 
-  private async flushLookups(): Promise<void> {
-    const batch = this.pending;
-    this.pending = [];
-    try {
-      const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
-        select q.community_id, q.pubkey,
-               exists (select 1 from bans b where b.community_id = q.community_id and b.pubkey = q.pubkey
-                         and (b.expires_at is null or b.expires_at > now())) as banned,
-               (select extract(epoch from max(t.until))::bigint from timeouts t
-                 where t.community_id = q.community_id and t.pubkey = q.pubkey and t.until > now()) as until
-          from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)`.execute(db));
-      const byKey = new Map(rows.map((r) => [`${r.community_id}:${r.pubkey}`, r]));
-      for (const p of batch) {
-        const r = byKey.get(`${p.communityId}:${p.pubkey}`);
-        if (r?.banned) p.resolve({ kind: 'banned' });
-        else if (r?.until != null) p.resolve({ kind: 'timed_out', untilSecs: Number(r.until) });
-        else p.resolve({ kind: 'none' });
-      }
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-    }
+  private async readRestrictions(batch: readonly KeyLookup[]): Promise<Map<string, Restriction>> {
+    const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
+      select q.community_id, q.pubkey,
+             exists (select 1 from bans b where b.community_id = q.community_id and b.pubkey = q.pubkey
+                       and (b.expires_at is null or b.expires_at > now())) as banned,
+             (select extract(epoch from max(t.until))::bigint from timeouts t
+               where t.community_id = q.community_id and t.pubkey = q.pubkey and t.until > now()) as until
+        from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)`.execute(db));
+    const byKey = new Map(rows.map((r) => [`${r.community_id}:${r.pubkey}`, r]));
+    return new Map(
+      batch.map((b): [string, Restriction] => {
+        const r = byKey.get(keyOf(b));
+        if (r?.banned) return [keyOf(b), { kind: 'banned' }];
+        if (r?.until != null) return [keyOf(b), { kind: 'timed_out', untilSecs: Number(r.until) }];
+        return [keyOf(b), { kind: 'none' }];
+      }),
+    );
   }
 
   /**
@@ -76,23 +100,35 @@ export class ModerationRepository {
     return new Set(rows.map((r) => `${r.community_id}:${r.pubkey}`));
   }
 
-  async isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
-    const row = await this.routed.onWriter('authentication', (db) =>
-      db.selectFrom('pubkey_allowlist').select('pubkey').where('community_id', '=', communityId).where('pubkey', '=', pubkey).executeTakeFirst(),
-    );
-    return row !== undefined;
+  /** Coalesced like restrictionOf (never cached). */
+  isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
+    return this.allowlisted.get({ communityId, pubkey });
   }
 
   /**
    * The one routed permission read (relay.md §4.4): bounded-stale on the replica
    * when a read budget is set, the writer otherwise; an authorization read, so it
-   * is never capped or shed and always keeps its writer fallback.
+   * is never capped or shed and always keeps its writer fallback. Coalesced like
+   * restrictionOf (one routed read answers a batch of keys), never cached.
    */
-  async isRelayMember(communityId: string, pubkey: string): Promise<boolean> {
-    const row = await this.routed.read({ path: 'relay_membership', predicate: BOUNDED, operation: 'authorization', span: 'is_relay_member' }, (db) =>
-      db.selectFrom('relay_members').select('pubkey').where('community_id', '=', communityId).where('pubkey', '=', pubkey).executeTakeFirst(),
-    );
-    return row !== undefined;
+  isRelayMember(communityId: string, pubkey: string): Promise<boolean> {
+    return this.relayMembers.get({ communityId, pubkey });
+  }
+
+  private async readAllowlisted(batch: readonly KeyLookup[]): Promise<Map<string, boolean>> {
+    const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string }>`
+      select a.community_id, a.pubkey
+        from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)
+        join pubkey_allowlist a on a.community_id = q.community_id and a.pubkey = q.pubkey`.execute(db));
+    return presence(batch, rows);
+  }
+
+  private async readRelayMembers(batch: readonly KeyLookup[]): Promise<Map<string, boolean>> {
+    const { rows } = await this.routed.read({ path: 'relay_membership', predicate: BOUNDED, operation: 'authorization', span: 'is_relay_member' }, (db) => sql<{ community_id: string; pubkey: string }>`
+      select m.community_id, m.pubkey
+        from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)
+        join relay_members m on m.community_id = q.community_id and m.pubkey = q.pubkey`.execute(db));
+    return presence(batch, rows);
   }
 
   /**
@@ -126,4 +162,10 @@ export class ModerationRepository {
       .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ role }))
       .execute();
   }
+}
+
+/** Each key of the batch: whether its row came back. */
+function presence(batch: readonly KeyLookup[], rows: ReadonlyArray<{ community_id: string; pubkey: string }>): Map<string, boolean> {
+  const found = new Set(rows.map((r) => `${r.community_id}:${r.pubkey}`));
+  return new Map(batch.map((b) => [keyOf(b), found.has(keyOf(b))]));
 }

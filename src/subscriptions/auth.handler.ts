@@ -9,10 +9,18 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RelayConnection } from './relay-connection.js';
 
+/** What a client whose AUTH the relay could not verify within BUZZ_AUTH_VERIFY_TIMEOUT_MS gets (then the socket closes). */
+export const AUTH_VERIFY_TIMEOUT_REASON = 'error: authentication not verified in time; reconnect and retry';
+
+type Verdict = { ok: true; pubkey: string; owner: string | undefined } | { ok: false; outcome: string; message: string; close: boolean };
+
 /**
  * NIP-42. Exactly one terminal outcome per connection; later AUTH frames are
  * answered without changing it. Frames that arrive while an AUTH is being
- * verified wait for it (AUTH runs inline, one frame at a time).
+ * verified wait for it (AUTH runs inline, one frame at a time). Verification
+ * (the signature workers, then the ban, allowlist and membership lookups) is
+ * bounded by BUZZ_AUTH_VERIFY_TIMEOUT_MS: the relay's own queue, not the
+ * client's 5 s deadline, which stops once the AUTH frame has arrived.
  */
 @Injectable()
 export class AuthHandler {
@@ -24,7 +32,8 @@ export class AuthHandler {
   ) {}
 
   handle(conn: RelayConnection, raw: unknown): Promise<void> {
-    const run = (conn.pendingAuth ?? Promise.resolve()).then(() => this.authenticate(conn, raw));
+    conn.authFramesInFlight += 1;
+    const run = (conn.pendingAuth ?? Promise.resolve()).then(() => this.authenticate(conn, raw)).finally(() => (conn.authFramesInFlight -= 1));
     conn.pendingAuth = run.catch(() => undefined);
     return conn.pendingAuth;
   }
@@ -36,6 +45,48 @@ export class AuthHandler {
       conn.send(['OK', id, false, `auth-required: ${reason}`]);
       return;
     }
+    const verdict = await this.bounded(this.verify(conn, raw));
+    // The socket closed while the relay verified: nothing to answer.
+    if (conn.isCancelled || conn.authState !== 'pending') return;
+    if (verdict === 'timeout') {
+      conn.authState = 'failed';
+      this.metrics.wsAuthTimeouts.inc();
+      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
+      conn.log.warn({ connId: conn.id, boundMs: this.config.authVerifyTimeoutMs }, 'AUTH not verified within the relay bound; closing');
+      conn.send(['OK', id, false, AUTH_VERIFY_TIMEOUT_REASON]);
+      conn.cancel();
+      return;
+    }
+    if (!verdict.ok) {
+      conn.authState = 'failed';
+      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: verdict.outcome });
+      conn.send(['OK', id, false, verdict.message]);
+      if (verdict.close) conn.cancel();
+      return;
+    }
+    conn.authState = 'authenticated';
+    conn.pubkey = verdict.pubkey;
+    conn.nipOaOwner = verdict.owner;
+    this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'success' });
+    this.metrics.wsAuthenticatedActive.inc();
+    conn.log.debug({ connId: conn.id, nipOaOwner: verdict.owner !== undefined }, 'NIP-42 auth successful');
+    conn.send(['OK', id, true, '']);
+  }
+
+  /** The verification, or 'timeout' once BUZZ_AUTH_VERIFY_TIMEOUT_MS passed (the work's late outcome is dropped). */
+  private async bounded(work: Promise<Verdict>): Promise<Verdict | 'timeout'> {
+    work.catch(() => undefined); // a late failure after the bound is nobody's to handle
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.config.authVerifyTimeoutMs)));
+    try {
+      return await Promise.race([work, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** §2.5 steps 1–5, without touching the connection's state. */
+  private async verify(conn: RelayConnection, raw: unknown): Promise<Verdict> {
     const parsed = parseEvent(raw);
     const valid =
       parsed.ok &&
@@ -48,29 +99,12 @@ export class AuthHandler {
       (await this.verifier.verify(parsed.event)).ok;
     // A NIP-OA owner claim is part of the AUTH event: one that does not verify fails verification.
     const proof = valid && parsed.ok ? ownerProof(parsed.event) : undefined;
-    if (!valid || !parsed.ok || proof?.kind === 'invalid') {
-      conn.authState = 'failed';
-      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'invalid' });
-      conn.send(['OK', id, false, 'auth-required: verification failed']);
-      return;
-    }
+    if (!valid || !parsed.ok || proof?.kind === 'invalid') return { ok: false, outcome: 'invalid', message: 'auth-required: verification failed', close: false };
     const owner = proof?.kind === 'owner' ? proof.owner : undefined;
     const refusal = await this.admission(conn, parsed.event.pubkey, owner);
-    if (refusal) {
-      conn.authState = 'failed';
-      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: refusal.outcome });
-      conn.send(['OK', parsed.event.id, false, refusal.message]);
-      if (refusal.close) conn.cancel();
-      return;
-    }
+    if (refusal) return { ok: false, ...refusal };
     if (owner !== undefined) await this.recordOwner(conn, parsed.event.pubkey, owner);
-    conn.authState = 'authenticated';
-    conn.pubkey = parsed.event.pubkey;
-    conn.nipOaOwner = owner;
-    this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'success' });
-    this.metrics.wsAuthenticatedActive.inc();
-    conn.log.debug({ connId: conn.id, nipOaOwner: owner !== undefined }, 'NIP-42 auth successful');
-    conn.send(['OK', parsed.event.id, true, '']);
+    return { ok: true, pubkey: parsed.event.pubkey, owner };
   }
 
   /**

@@ -86,7 +86,8 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
     const held = [...this.fanout.connections()].filter((c) => c.communityId === communityId && subjectsOf(c).includes(pubkey));
     if (held.length === 0) return;
     try {
-      if (!(await this.bans.isBanned(communityId, pubkey))) return;
+      // Fresh: announce follows the ban's commit, so a lookup that started before it must not answer.
+      if (!(await this.bans.isBanned(communityId, pubkey, undefined, { fresh: true }))) return;
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'ban re-check failed; the periodic pass retries');
       return;

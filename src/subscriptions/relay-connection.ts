@@ -70,6 +70,8 @@ export class RelayConnection implements OutputHolder {
   fanoutChain: Promise<void> = Promise.resolve();
   /** The AUTH being verified, if any; EVENT/REQ/COUNT wait for it. */
   pendingAuth: Promise<void> | undefined;
+  /** AUTH frames received and not yet answered: while one is, the client-side AUTH deadline waits for the relay. */
+  authFramesInFlight = 0;
   /** REQs read but not yet claimed: sub id → the frame's sequence number (latest wins). */
   private readonly pendingReqs = new Map<string, number>();
   private frameSeq = 0;

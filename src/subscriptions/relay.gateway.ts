@@ -85,15 +85,28 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     this.metrics.wsConnectionsActive.inc();
     this.metrics.authAttempts.inc({ method: 'nip42' });
     conn.send(['AUTH', conn.challenge]);
-    const deadline = setTimeout(() => {
-      if (conn.authState === 'authenticated' || conn.isCancelled) return;
-      this.metrics.wsAuthTimeouts.inc();
-      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
-      conn.cancel();
-    }, AUTH_DEADLINE_MS);
+    const deadline = setTimeout(() => this.authDeadline(conn), AUTH_DEADLINE_MS);
     deadline.unref();
     ws.once('close', () => clearTimeout(deadline));
     return conn;
+  }
+
+  /**
+   * AUTH_DEADLINE_MS after the challenge. It measures the client: a connection whose AUTH frame
+   * arrived in time and is still being verified is left to the relay's own bound
+   * (BUZZ_AUTH_VERIFY_TIMEOUT_MS, in AuthHandler), and closed only if that verification fails.
+   */
+  private authDeadline(conn: RelayConnection): void {
+    if (conn.authState === 'authenticated' || conn.isCancelled) return;
+    if (conn.authState === 'pending' && conn.authFramesInFlight > 0) {
+      void conn.pendingAuth?.then(() => {
+        if (conn.authState !== 'authenticated') conn.cancel();
+      });
+      return;
+    }
+    this.metrics.wsAuthTimeouts.inc();
+    this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
+    conn.cancel();
   }
 
   private onFrame(conn: RelayConnection, data: RawData, isBinary: boolean): void {

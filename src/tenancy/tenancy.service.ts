@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { CoalescingLoader } from '../common/coalescing-loader.js';
 import { Community, CommunityRepository } from './community.repository.js';
 import { hostWithoutPort, normalizeHost } from './host.js';
 
@@ -14,11 +15,21 @@ export type TenantResolution =
  * Host → community. The exact normalised host wins; a host with a non-default
  * port also matches its port-less entry, so `localhost:3000` finds `localhost`.
  * Positive results are cached briefly; an unknown host is never cached, so a new
- * community is reachable at once.
+ * community is reachable at once. Concurrent misses for one host share one lookup.
  */
 @Injectable()
 export class TenancyService {
   private readonly cache = new Map<string, { community: Community; expires: number }>();
+  /** One writer lookup per host at a time: a storm of connections to one host shares it. */
+  private readonly lookups = new CoalescingLoader<string, Community | undefined>({
+    keyOf: (host) => host,
+    maxBatch: 1,
+    maxConcurrent: Number.MAX_SAFE_INTEGER,
+    load: async ([host]) => {
+      const bare = hostWithoutPort(host);
+      return new Map([[host, await this.communities.findByHost(bare === host ? [host] : [host, bare])]]);
+    },
+  });
 
   constructor(private readonly communities: CommunityRepository) {}
 
@@ -29,8 +40,7 @@ export class TenancyService {
     if (cached && cached.expires > Date.now()) return { ok: true, community: cached.community, host };
     let community: Community | undefined;
     try {
-      const bare = hostWithoutPort(host);
-      community = await this.communities.findByHost(bare === host ? [host] : [host, bare]);
+      community = await this.lookups.get(host);
     } catch {
       return { ok: false, reason: 'lookup_failed' };
     }

@@ -146,4 +146,32 @@ describe('the immediate hook', () => {
     await notices.announce(communityId, c.conn.pubkey!);
     expectUntouched(c);
   });
+
+  it('does not answer from a lookup that read the ban state before the ban was committed', async () => {
+    const c = client(newIdentity().pubkey);
+    // A lookup of the key (an AUTH or REQ admission, say) read "not banned" and is still in
+    // flight: its answer is held until the hook has run.
+    const real = layer.routed.onWriter.bind(layer.routed);
+    let letThrough!: () => void;
+    const held = new Promise<void>((r) => (letThrough = r));
+    let read = false;
+    const spy = jest.spyOn(layer.routed, 'onWriter').mockImplementationOnce(async (operation, work) => {
+      const answer = await real(operation, work);
+      read = true;
+      await held;
+      return answer;
+    });
+    try {
+      const inFlight = moderation.restrictionOf(communityId, c.conn.pubkey!);
+      while (!read) await new Promise((r) => setTimeout(r, 10));
+      await ban(c.conn.pubkey!);
+      await notices.announce(communityId, c.conn.pubkey!);
+      expectRevoked(c);
+      letThrough();
+      expect(await inFlight).toEqual({ kind: 'none' });
+    } finally {
+      letThrough();
+      spy.mockRestore();
+    }
+  }, 15_000); // a hook that joined the held lookup would wait for it: fail, do not hang
 });
