@@ -94,7 +94,7 @@ describe('/metrics', () => {
   it('serves nothing else on the operator listener', async () => {
     const res = await fetch(new URL('/readyz', relay.metricsUrl));
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 'not found: only GET /metrics is served here' });
+    expect(await res.json()).toMatchObject({ statusCode: 404, error: 'Not Found' });
   });
 });
 
