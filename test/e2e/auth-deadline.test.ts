@@ -75,7 +75,7 @@ function banLookupWaiting(): Promise<void> {
 }
 
 async function authTimeouts(relay: RelayProcess): Promise<number> {
-  const text = await (await fetch(`${relay.httpUrl}/metrics`)).text();
+  const text = await (await fetch(relay.metricsUrl)).text();
   const line = text.split('\n').find((l) => l.startsWith('buzz_ws_auth_timeouts_total '));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
 }
