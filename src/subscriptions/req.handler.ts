@@ -71,13 +71,13 @@ export class ReqHandler {
       }
       const searchToken = conn.claim(subId, filters, scope, false, reqSeq);
       if (searchToken === undefined) return;
-      const ran = await this.gate.run(() => this.streamSearch(conn, subId, searchToken, filters, scope));
+      const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope));
       if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, TOO_MANY_CONCURRENT);
       return;
     }
     const token = conn.claim(subId, filters, scope, true, reqSeq);
     if (token === undefined) return;
-    const run = await this.gate.run(() => this.streamHistory(conn, subId, token, filters, scope));
+    const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope));
     if (!run.admitted) this.closeIfOwner(conn, subId, token, TOO_MANY_CONCURRENT);
   }
 
@@ -90,7 +90,7 @@ export class ReqHandler {
     const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
-      const run = await this.gate.run(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }));
+      const run = await this.gate.runRead(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }));
       if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {

@@ -17,6 +17,8 @@ import { NostrEvent, NostrFilter } from '../../src/common/nostr.types.js';
 import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService, HistoryContext } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
+import { HistoryReadGate } from '../../src/history-reads/history-read-gate.js';
+import { HistoryReadRejected } from '../../src/routing/routed-read.types.js';
 import { ReadScope } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
@@ -114,6 +116,29 @@ it('a reader owed read-your-writes reads on its own and sees its write', async (
   expect(total(o.routes)).toBe(2);
   expect(ids(o.value[1])).toContain(own);
   rowsA.push(own);
+});
+
+it('a shared read that is shed fails the read that started it; the reads that joined get one attempt of their own, together', async () => {
+  const gate = layer.app.get(HistoryReadGate);
+  const held = await Promise.all(Array.from({ length: gate.capacity }, () => gate.acquire()));
+  const [r0, c0] = [await routeDecisions(), await metricValue('buzz_history_reads_coalesced_total')];
+  const reads = Array.from({ length: 4 }, () => {
+    const who = reader();
+    return page(scopeOf(communityA, who), kinds1, { path: 'req_historical', reader: who }).then(
+      (events) => ids(events),
+      (err: unknown) => (err instanceof HistoryReadRejected ? 'shed' : err),
+    );
+  });
+  // The first flight waits 1 s for a permit and is shed; then the permits come back.
+  await waitUntil('the first flight was shed', async () => (delta(r0, await routeDecisions())['req_historical/rejected/history_read_cap'] ?? 0) === 1);
+  for (const p of held) p!.release();
+  const outcomes = await Promise.all(reads);
+  const routes = delta(r0, await routeDecisions());
+  expect(outcomes[0]).toBe('shed');
+  expect(outcomes.slice(1)).toEqual(Array(3).fill([...rowsA].sort()));
+  expect(routes['req_historical/rejected/history_read_cap']).toBe(1);
+  expect(total(routes)).toBe(2); // the shed flight and the joiners' one read
+  expect((await metricValue('buzz_history_reads_coalesced_total')) - c0).toBe(5); // 3 joins, then 2 joins of the retry
 });
 
 describe('while a lock holds the page back', () => {
