@@ -7,20 +7,22 @@ export const TOO_MANY_CONCURRENT = 'rate-limited: too many concurrent requests';
 /**
  * The global EVENT/REQ/COUNT handler budget (`BUZZ_MAX_CONCURRENT_HANDLERS`); never waits.
  *
- * Reads (REQ, COUNT) may hold all of it but an eighth (at least one slot when the budget is two
- * or more), which only EVENT may use: in a reconnect storm a thousand REQs can each hold a slot
- * while their history waits its turn, and a write must still be admitted (issue 17: writes never
- * fail because of a storm). Measured: with 5,000 clients, every slot went to REQs and the
- * publisher's EVENTs were refused with `rate-limited: too many concurrent requests`.
+ * Design choice (issue 17: writes never fail because of a storm): REQ and COUNT together hold at
+ * most the budget, and EVENT may use a further eighth of it (at least one slot) that reads
+ * never take. In a reconnect storm every client's REQ holds a slot while its history waits its
+ * turn; with one shared budget, 5,000 clients took every slot and the publisher's EVENTs were
+ * refused with `rate-limited: too many concurrent requests`. Carving the reserve out of the
+ * budget instead refused 105 of 1,000 storm clients at the default of 1,024.
  */
 @Injectable()
 export class HandlerGate {
   private active = 0;
-  /** Slots reads may hold; the rest are kept for EVENT. */
-  readonly readCapacity: number;
+  private reads = 0;
+  /** Slots EVENT may use: the budget and the reserve above it. */
+  readonly eventCapacity: number;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.readCapacity = readHandlerCapacity(config.limits.maxConcurrentHandlers);
+    this.eventCapacity = eventHandlerCapacity(config.limits.maxConcurrentHandlers);
   }
 
   /** Handlers running now (graceful shutdown waits for this to reach 0). */
@@ -28,18 +30,9 @@ export class HandlerGate {
     return this.active;
   }
 
-  /** Runs an EVENT handler if any slot is free; says so without running it when none is. */
-  run<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
-    return this.admit(this.config.limits.maxConcurrentHandlers, fn);
-  }
-
-  /** Runs a REQ or COUNT handler if a slot outside the EVENT reserve is free. */
-  runRead<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
-    return this.admit(this.readCapacity, fn);
-  }
-
-  private async admit<T>(limit: number, fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
-    if (this.active >= limit) return { admitted: false };
+  /** Runs an EVENT handler if a slot is free, the reserve included; says so without running it when none is. */
+  async run<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
+    if (this.active >= this.eventCapacity) return { admitted: false };
     this.active += 1;
     try {
       return { admitted: true, value: await fn() };
@@ -47,9 +40,23 @@ export class HandlerGate {
       this.active -= 1;
     }
   }
+
+  /** Runs a REQ or COUNT handler if the reads in flight and all handlers are both under the budget. */
+  async runRead<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
+    const max = this.config.limits.maxConcurrentHandlers;
+    if (this.reads >= max || this.active >= max) return { admitted: false };
+    this.active += 1;
+    this.reads += 1;
+    try {
+      return { admitted: true, value: await fn() };
+    } finally {
+      this.active -= 1;
+      this.reads -= 1;
+    }
+  }
 }
 
-/** All slots but an eighth (rounded down, at least one) for budgets of two or more: 1024 → 896. */
-export function readHandlerCapacity(max: number): number {
-  return max < 2 ? max : max - Math.max(1, Math.floor(max / 8));
+/** The budget and an eighth more (rounded down, at least one): 1024 → 1152. */
+export function eventHandlerCapacity(max: number): number {
+  return max + Math.max(1, Math.floor(max / 8));
 }
