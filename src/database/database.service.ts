@@ -144,7 +144,11 @@ export class DatabaseService implements OnApplicationShutdown {
     return this.lastReaderDial === 'failed';
   }
 
-  /** §3.3: every connection the reader may hold exists and none is idle. */
+  /**
+   * §3.3 / seed 000: every connection the reader may hold exists and none is idle. Routing no
+   * longer decides by it (a dial in flight counts as a connection; see readerDialsFailing); it
+   * stays as the seed's name for the pool state, which the admission tests assert.
+   */
   readerSaturated(): boolean {
     const p = this.readerPool;
     return p !== undefined && p.totalCount >= this.config.database.readPoolSize && p.idleCount === 0;

@@ -41,11 +41,6 @@ export class HistoryFlights {
   /** `shed(err)`: whether a flight's error is a shed read, which its joiners get another attempt after. */
   constructor(private readonly shed: (err: unknown) => boolean = () => false) {}
 
-  /** Flights still taking joiners (for tests and diagnostics). */
-  get openCount(): number {
-    return this.open.size;
-  }
-
   /**
    * Runs `start` for this read, or joins the open flight with the same key. `start` gets the
    * flight's signal (aborted once every waiter's `signal` is) and must call `started()` when its
