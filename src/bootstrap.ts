@@ -1,7 +1,7 @@
 /**
  * Builds and starts the relay for a given configuration: Fastify with raw-text
- * bodies (NIP-98 hashes the exact bytes) and request/header/idle timeouts, the ws
- * adapter on the same port, the one HTTP exception filter, pino logs, migrations
+ * bodies (NIP-98 hashes the exact bytes) and request/header/idle timeouts, CORS
+ * (BUZZ_CORS_ORIGINS), the ws adapter on the same port, the one HTTP exception filter, pino logs, migrations
  * before the port opens, and the operator's /metrics listener on its own address.
  */
 import { NestFactory } from '@nestjs/core';
@@ -9,6 +9,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
+import { CorsPolicy } from './common/cors-policy.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
@@ -59,7 +60,9 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   // Every body is kept as the exact text received; controllers parse it themselves.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: HTTP_BODY_LIMIT }, (_req, body, done) => done(null, body));
-  app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes));
+  const cors = new CorsPolicy(config.corsOrigins);
+  app.enableCors(cors.options());
+  app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes, cors));
   app.useGlobalFilters(new DatabaseErrorFilter());
   await app.get(DatabaseService).start();
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {

@@ -110,4 +110,22 @@ describe('loadConfig', () => {
       },
     );
   });
+
+  describe('BUZZ_CORS_ORIGINS', () => {
+    it('is empty (any origin) by default', () => {
+      expect(loadConfig({}).corsOrigins).toEqual([]);
+    });
+
+    it('spells each origin as a browser sends it: lower case, no default port, no trailing slash, no repeats', () => {
+      const c = loadConfig({ BUZZ_CORS_ORIGINS: ' https://Chat.Example.com , http://localhost:5173/,https://chat.example.com:443 ' });
+      expect(c.corsOrigins).toEqual(['https://chat.example.com', 'http://localhost:5173']);
+    });
+
+    it.each(['*', 'chat.example.com', 'https://chat.example.com/app', 'https://chat.example.com?x=1', 'ftp://chat.example.com', 'https://user@chat.example.com'])(
+      'refuses %s with a message naming the variable',
+      (entry) => {
+        expect(problemsOf({ BUZZ_CORS_ORIGINS: entry })[0]).toContain(`BUZZ_CORS_ORIGINS must be a comma-separated list of origins`);
+      },
+    );
+  });
 });

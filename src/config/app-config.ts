@@ -174,6 +174,11 @@ export interface AppConfig {
    * the client (issue 17).
    */
   readonly authVerifyTimeoutMs: number;
+  /**
+   * `BUZZ_CORS_ORIGINS` (comma-separated `scheme://host[:port]`): the browser origins allowed to call
+   * the HTTP bridge and to open a WebSocket. Empty (the default) = any origin.
+   */
+  readonly corsOrigins: readonly string[];
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -263,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
+    corsOrigins: corsOrigins(r),
   };
   r.throwIfInvalid();
   return deepFreeze(config);
@@ -276,6 +282,35 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
 function xPubkeyTrust(r: EnvReader): XPubkeyTrust {
   if (r.present('BUZZ_REQUIRE_AUTH_TOKEN')) return r.bool('BUZZ_REQUIRE_AUTH_TOKEN', true) ? 'never' : 'always';
   return r.present('DATABASE_URL') ? 'never' : 'loopback';
+}
+
+/**
+ * Each entry is an origin as a browser sends it in `Origin`: http or https, a host, an optional
+ * port, nothing else. Entries are normalised the way browsers spell them (lower case, no default
+ * port), so the relay compares them with the header as exact strings.
+ */
+function corsOrigins(r: EnvReader): readonly string[] {
+  const origins: string[] = [];
+  for (const entry of r.list('BUZZ_CORS_ORIGINS', [])) {
+    const origin = originOf(entry);
+    if (origin === undefined) {
+      r.fail('BUZZ_CORS_ORIGINS', `must be a comma-separated list of origins like https://chat.example.com (scheme, host and optional port; empty = any origin), got ${JSON.stringify(entry)}`);
+    } else if (!origins.includes(origin)) {
+      origins.push(origin);
+    }
+  }
+  return origins;
+}
+
+function originOf(entry: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return undefined;
+  }
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+  return bare && (url.protocol === 'http:' || url.protocol === 'https:') ? url.origin : undefined;
 }
 
 function httpTimeouts(r: EnvReader): HttpTimeouts {

@@ -1,12 +1,15 @@
 /**
- * The ws adapter on the HTTP port, with two changes: the tenant is bound before
- * the upgrade completes (an unknown host gets a plain-text 404), and Nest's
+ * The ws adapter on the HTTP port, with three changes: a browser page from an origin
+ * BUZZ_CORS_ORIGINS does not list is refused with a plain-text 403 (WebSockets have no
+ * CORS, so the relay checks `Origin` itself; clients that send none are not affected),
+ * the tenant is bound before the upgrade completes (an unknown host gets a plain-text 404), and Nest's
  * `{event,data}` message binding is off because the gateway parses NIP-01 frames
  * itself (the default binding silently drops anything else).
  */
 import { INestApplicationContext } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { IncomingMessage } from 'node:http';
+import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import { Community } from '../tenancy/community.repository.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 
@@ -28,6 +31,7 @@ export class RelayWsAdapter extends WsAdapter {
     app: INestApplicationContext,
     private readonly tenancy: TenancyService,
     private readonly maxFrameBytes: number,
+    private readonly cors: CorsPolicy,
   ) {
     super(app);
   }
@@ -39,7 +43,7 @@ export class RelayWsAdapter extends WsAdapter {
       // size; anything larger is cut off by ws itself (close 1009), bounding memory.
       maxPayload: this.maxFrameBytes * 4,
       perMessageDeflate: false,
-      verifyClient: (info: { req: IncomingMessage }, done: VerifyCallback) => void this.bindTenant(info.req, done),
+      verifyClient: (info: { req: IncomingMessage }, done: VerifyCallback) => void this.admitUpgrade(info.req, done),
     });
   }
 
@@ -47,7 +51,11 @@ export class RelayWsAdapter extends WsAdapter {
     // The gateway reads frames itself.
   }
 
-  private async bindTenant(req: IncomingMessage, done: VerifyCallback): Promise<void> {
+  private async admitUpgrade(req: IncomingMessage, done: VerifyCallback): Promise<void> {
+    if (!this.cors.allows(req.headers.origin)) {
+      done(false, 403, ORIGIN_NOT_ALLOWED, { 'Content-Type': 'text/plain' });
+      return;
+    }
     const resolution = await this.tenancy.resolve(req.headers.host);
     if (!resolution.ok) {
       done(false, resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE, { 'Content-Type': 'text/plain' });
