@@ -22,6 +22,8 @@ export interface HttpAuthRequest {
   readonly xPubkey: string | undefined;
   /** The peer's address on the socket (no proxy header is believed). */
   readonly remoteAddress: string | undefined;
+  /** NIP-98 must carry a `payload` tag (`POST /events`: the auth is bound to the event sent). */
+  readonly requirePayload?: boolean;
 }
 
 export interface HttpIdentity {
@@ -63,6 +65,7 @@ export class HttpAuthService {
       method: req.method,
       rawBody: req.rawBody,
       nowSecs: Math.floor(Date.now() / 1000),
+      requirePayload: req.requirePayload,
     });
     if (failure) throw new HttpError(401, failure);
     const verdict = await this.verifier.verify(decoded.event);

@@ -45,4 +45,11 @@ describe('NIP-98', () => {
   ])('rejects a wrong %s', (_n, ev) => {
     expect(checkNip98Event(ev, base)).toMatch(/^NIP-98: /);
   });
+
+  it('requires a payload tag only where the route asks for one', () => {
+    const bare = nip98([['u', base.url], ['method', 'POST']]);
+    expect(checkNip98Event(bare, base)).toBeUndefined();
+    expect(checkNip98Event(bare, { ...base, requirePayload: true })).toBe('NIP-98: missing payload tag');
+    expect(checkNip98Event(good(), { ...base, requirePayload: true })).toBeUndefined();
+  });
 });

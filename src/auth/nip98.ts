@@ -41,6 +41,8 @@ export interface Nip98Expectation {
   readonly method: string;
   readonly rawBody: string;
   readonly nowSecs: number;
+  /** The route binds the auth to its body: a `payload` tag must be present (relay.md §3.1 step 3). */
+  readonly requirePayload?: boolean;
 }
 
 /** Returns the `NIP-98: <detail>` message of the first failed check, or undefined. */
@@ -52,6 +54,7 @@ export function checkNip98Event(ev: NostrEvent, expect: Nip98Expectation): strin
   const method = ev.tags.find((t) => t[0] === 'method')?.[1];
   if (!method || method.toUpperCase() !== expect.method.toUpperCase()) return 'NIP-98: method tag does not match';
   const payload = ev.tags.find((t) => t[0] === 'payload')?.[1];
+  if (payload === undefined && expect.requirePayload) return 'NIP-98: missing payload tag';
   if (payload !== undefined && payload.toLowerCase() !== createHash('sha256').update(expect.rawBody).digest('hex')) {
     return 'NIP-98: payload hash does not match the body';
   }

@@ -2,9 +2,11 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
+import { BridgeAdmission } from './bridge-admission.service.js';
 import { BridgeQueryService } from './bridge-query.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
 import { BridgeController } from './bridge.controller.js';
+import { EventsController } from './events.controller.js';
 import { Nip11Controller } from './nip11.controller.js';
 import { ThreadWindowRepository } from './thread-window.repository.js';
 import { ThreadWindowService } from './thread-window.service.js';
@@ -12,7 +14,7 @@ import { ThreadWindowService } from './thread-window.service.js';
 @Module({
   imports: [EventsModule, AuthModule, TenancyModule],
   // RelaySigner comes from ChannelsModule (via EventsModule): one relay key for stored state and overlays.
-  providers: [BridgeReadsRepository, BridgeQueryService, ThreadWindowRepository, ThreadWindowService],
-  controllers: [BridgeController, Nip11Controller],
+  providers: [BridgeAdmission, BridgeReadsRepository, BridgeQueryService, ThreadWindowRepository, ThreadWindowService],
+  controllers: [BridgeController, EventsController, Nip11Controller],
 })
 export class BridgeModule {}

@@ -26,7 +26,7 @@ const SHARED_KEY: Record<BucketName, 'ws' | 'msg' | 'api'> = { ws: 'ws', msg: 'm
 /**
  * Per-(community, pubkey) quotas (relay.md §2.4, §3.1 step 4): WebSocket
  * EVENT/REQ/COUNT frames per second, EVENT messages per minute, HTTP bridge calls
- * per minute. AUTH and CLOSE are never limited. With BUZZ_REDIS_URL the counters
+ * per minute (`POST /events` spends a message too). AUTH and CLOSE are never limited. With BUZZ_REDIS_URL the counters
  * are shared by every pod and a Redis failure refuses the request (fail closed),
  * or with BUZZ_REDIS_FAIL_MODE=local is counted in this process instead; without
  * BUZZ_REDIS_URL they live in this process.
@@ -65,6 +65,14 @@ export class RateLimitService {
 
   http(communityId: string, pubkey: string, tier: QuotaTier = 'human'): Promise<AdmissionDecision> {
     return this.admit('http', communityId, pubkey, [tier === 'agent' ? 'agent_api' : 'api']);
+  }
+
+  /**
+   * `POST /events`: an API call that is also a message, so it counts against the messages
+   * quota shared with WebSocket EVENT (a key cannot post more by switching transport).
+   */
+  httpWrite(communityId: string, pubkey: string, tier: QuotaTier = 'human'): Promise<AdmissionDecision> {
+    return this.admit('http', communityId, pubkey, tier === 'agent' ? ['agent_api', 'agent_msg'] : ['api', 'msg']);
   }
 
   private async admit(transport: 'websocket' | 'http', communityId: string, pubkey: string, names: BucketName[]): Promise<AdmissionDecision> {

@@ -1,0 +1,64 @@
+/**
+ * `POST /events` (relay.md §3.2): one signed event, published over HTTP through the same ingest
+ * pipeline as a WebSocket EVENT, after the common admission of §3.1 (tenant, NIP-98 bound to the
+ * body by its `payload` tag, quotas, replay, bans, relay membership). The answer is the `OK` of
+ * the WebSocket as JSON: 200 `{"event_id","accepted","message"}` when stored (or already stored),
+ * otherwise `{"error": <reason>}` with the status of its prefix (ingestStatus).
+ */
+import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { HttpError } from '../common/http-error.js';
+import { IngestService } from '../events/ingest.service.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { BridgeAdmission } from './bridge-admission.service.js';
+import { ingestStatus } from './ingest-status.js';
+
+export interface EventAck {
+  readonly event_id: string;
+  readonly accepted: boolean;
+  readonly message: string;
+}
+
+export const PUBKEY_MISMATCH = 'invalid: event pubkey does not match authenticated identity';
+
+@Controller()
+export class EventsController {
+  constructor(
+    private readonly admission: BridgeAdmission,
+    private readonly ingest: IngestService,
+    private readonly metrics: RelayMetrics,
+  ) {}
+
+  @Post('events')
+  @HttpCode(200)
+  async publish(@Req() req: FastifyRequest, @Body() body: unknown): Promise<EventAck> {
+    const rawBody = typeof body === 'string' ? body : '';
+    const caller = await this.admission.admit(req, rawBody, 'write');
+    const event = this.parse(rawBody);
+    // Identity (relay.md §5.2 step 5): the signer of the request publishes as itself only.
+    // Gift wraps, the one exemption, are WebSocket-only and refused by ingest.
+    const kind = (event as { kind?: unknown } | null)?.kind;
+    if ((event as { pubkey?: unknown } | null)?.pubkey !== caller.pubkey && kind !== 1059) this.refuse(PUBKEY_MISMATCH);
+    const result = await this.ingest.ingest(event, { communityId: caller.communityId, transport: 'http' }).catch((err: unknown) => {
+      this.metrics.eventsRejected.inc({ transport: 'http', reason: 'error' });
+      throw err;
+    });
+    const status = ingestStatus(result);
+    if (status !== 200) throw new HttpError(status, result.message);
+    return { event_id: result.eventId ?? '', accepted: result.accepted, message: result.message };
+  }
+
+  private parse(rawBody: string): unknown {
+    try {
+      return JSON.parse(rawBody);
+    } catch (e) {
+      return this.refuse(`invalid event JSON: ${(e as Error).message}`);
+    }
+  }
+
+  /** A refusal decided before ingest, counted like ingest's own. */
+  private refuse(message: string): never {
+    this.metrics.eventsRejected.inc({ transport: 'http', reason: 'invalid' });
+    throw new HttpError(400, message);
+  }
+}
