@@ -219,6 +219,12 @@ describe('CORS headers and the WebSocket Origin check, without a browser', () =>
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
   });
 
+  it('NIP-11 stays readable from any origin on a relay with a list', async () => {
+    const res = await fetch(`${listing.httpUrl}/info`, { headers: { origin: otherPage.origin } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
   it('with the variable empty, any origin is answered with *', async () => {
     const res = await preflight(open, 'https://anywhere.example');
     expect(res.status).toBe(204);
