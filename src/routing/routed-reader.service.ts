@@ -249,11 +249,19 @@ export class RoutedReader {
     }
   }
 
+  /**
+   * Bounded staleness, plus read-your-writes for an author. The two failures spill under
+   * different reasons of seed 001's closed set: an entry older than the budget is the probe being
+   * late (`heartbeat_stale`, the signal that isolates probe lateness); a fresh entry that does not
+   * yet cover the author's own write is a read whose bound lies above what the fence has proven
+   * (`fence_wall_behind`). See docs/read-routing.md.
+   */
   private bounded(req: RouteRequest, entry: ProofEntry): Check {
     if (this.budgetMs <= 0) return { ok: false, reason: 'disabled' };
+    if (this.fence.ring.ageOf(entry) > this.budgetMs) return { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
     const ownWrite = req.author ? this.writes.lastWriteAt(req.author) : undefined;
-    const fresh = this.fence.ring.ageOf(entry) <= this.budgetMs && (ownWrite === undefined || entry.committedAt > ownWrite);
-    return fresh ? { ok: true, verdict: 'fresh' } : { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
+    if (ownWrite !== undefined && entry.committedAt <= ownWrite) return { ok: false, reason: 'stale', spill: 'fence_wall_behind' };
+    return { ok: true, verdict: 'fresh' };
   }
 
   /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */
