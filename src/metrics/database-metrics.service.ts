@@ -4,6 +4,7 @@
  * vocabulary is closed and listed here, so the series budget is derivable from this file.
  */
 import { Injectable } from '@nestjs/common';
+import { trace } from '@opentelemetry/api';
 import { counter, gauge, histogram, SECONDS_BUCKETS } from './metric-factory.js';
 
 /** `path` values of buzz_db_route_decision and buzz_db_reader_spill_total (§6.1, closed). */
@@ -174,12 +175,15 @@ export class DatabaseMetrics {
 
   private readonly inflight = new Map<string, number>();
 
+  /** The decision also lands on the read's datastore span, under the metric's label names. */
   recordRoute(path: RoutePath, event: RouteEvent): void {
     this.routeDecision.inc({ path, decision: event.decision, reason: event.reason });
+    trace.getActiveSpan()?.setAttributes({ path, decision: event.decision, reason: event.reason });
   }
 
   recordSpill(path: RoutePath, reason: SpillReason): void {
     this.readerSpill.inc({ path, reason });
+    trace.getActiveSpan()?.setAttribute('spill_reason', reason);
   }
 
   acquireBegin(a: PoolAcquire): void {
