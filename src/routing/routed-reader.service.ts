@@ -18,7 +18,7 @@ import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperatio
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { kyselyOn } from './kysely-on-client.js';
+import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
@@ -169,7 +169,7 @@ export class RoutedReader {
       throw new WriterReadRejected();
     }
     try {
-      const client = await this.db.acquireWriter(operation);
+      const client = await this.db.acquireWriter(operation, opts.signal);
       armReadDeadline(client, this.config.database.clientReadTimeoutMs);
       const cancel = cancelOnAbort(client, opts.signal);
       let result: T;
@@ -197,15 +197,7 @@ export class RoutedReader {
    */
   async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
     if (span) return datastoreSpan(this.metrics, span, () => this.onWriter(operation, work));
-    const client = await this.db.acquireWriter(operation);
-    try {
-      const result = await work(kyselyOn(client));
-      client.release();
-      return result;
-    } catch (err) {
-      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
-      throw err;
-    }
+    return this.db.withWriter(operation, work);
   }
 
   private writerRunner() {
