@@ -1,21 +1,24 @@
 /**
- * `npm run seed:long-thread -- [replies] [--rate N] [--reactions N] [--channel UUID]`
+ * `npm run seed:long-thread -- [replies]` with `SEED_REACTIONS`, `SEED_DELAY`, `SEED_CHANNEL`,
+ * `SEED_RELAY_URL` / `RELAY_URL` (also from `./.env`) and `SEED_PRIVATE_KEY`; the flags
+ * `--reactions N`, `--rate N` and `--channel UUID` are aliases.
  *
  * Posts one long thread to a local relay for reproducing long-thread loading (seed 002,
- * relay.md §8): a new open stream channel (NIP-29 kind 9007, unless --channel names one), a root
+ * relay.md §8): a new open stream channel (NIP-29 kind 9007, unless SEED_CHANNEL names one), a root
  * message (kind 9), `replies` replies (default 187) carrying a NIP-10 `e` root tag, and some 👍
  * reactions (kind 7) spread over replies `(i * 7) mod replies`.
  *
  * Safety rules: loopback relays only (anything else exits 2 before connecting), a throwaway key
  * per run (or SEED_PRIVATE_KEY), no ambient BUZZ_* variable is read (see lib/seed-options.ts),
- * and writes are paced to the relay's message quota with `rate-limited:` answers retried after
- * the relay's hint. A default run takes about 3.5 minutes at the stock 60 messages per minute.
+ * and writes are spaced SEED_DELAY apart (1.05 s, under the stock quota) with `rate-limited:`
+ * answers retried after the relay's hint. A default run takes about 3.5 minutes at the stock 60 messages per minute.
  *
  * Prints `channel=<uuid>`, `root=<event id>` and `replies=<n> reactions=<n>` on stdout; progress
  * and retries go to stderr. Exit codes: 0 done, 1 the relay refused or failed, 2 bad usage or
  * a refused relay URL.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { BuzzClient } from '../src/client/buzz-client.js';
 import { ClientKey } from '../src/client/client-key.js';
 import { PacedPublisher } from './lib/paced-publisher.js';
@@ -34,8 +37,8 @@ async function seed(opts: SeedOptions): Promise<SeedResult> {
   const key = opts.secretKey ? new ClientKey(opts.secretKey) : ClientKey.generate();
   const client = await BuzzClient.connect({ url: opts.relayUrl, secretKey: key });
   try {
-    const out = new PacedPublisher(client, opts.ratePerMin, log);
-    log(`relay ${opts.relayUrl}, pubkey ${key.pubkey}, ${opts.replies} replies, ${opts.reactions} reactions, ${opts.ratePerMin} writes/min`);
+    const out = new PacedPublisher(client, opts.delaySecs, log);
+    log(`relay ${opts.relayUrl}, pubkey ${key.pubkey}, ${opts.replies} replies, ${opts.reactions} reactions, a write every ${opts.delaySecs.toFixed(2)} s`);
     const channel = opts.channel ?? randomUUID();
     if (!opts.channel) {
       const name = `long-thread-${process.pid}`;
@@ -61,10 +64,20 @@ async function seed(opts: SeedOptions): Promise<SeedResult> {
   }
 }
 
+/** `./.env` of the directory the seeder runs in, when there is one. */
+function readDotenv(): string | undefined {
+  try {
+    return readFileSync('.env', 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new SeedUsageError(`cannot read .env: ${(err as Error).message}`);
+  }
+}
+
 async function main(): Promise<number> {
   let opts: SeedOptions;
   try {
-    opts = parseSeedOptions(process.argv.slice(2), process.env);
+    opts = parseSeedOptions(process.argv.slice(2), process.env, readDotenv());
   } catch (err) {
     if (!(err instanceof SeedUsageError)) throw err;
     if (err.exitCode === 0) process.stdout.write(`${err.message}\n`);

@@ -20,6 +20,8 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  // Before anything else starts, so the first spans (the floor-guard checks) are exported.
+  const tracing = config.tracing.enabled ? (await import('./tracing/tracing.js')).startTracing(config.tracing) : undefined;
   const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => process.stdout.write(`[embedded-postgres] ${m}\n`) });
   if (embedded) config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
   const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
@@ -36,6 +38,7 @@ async function main(): Promise<void> {
       code = 1;
     }
     await embedded?.stop();
+    await tracing?.shutdown().catch((err: unknown) => process.stderr.write(`buzz-relay: flushing spans failed: ${String(err)}\n`));
     process.exit(code);
   };
   process.once('SIGTERM', (s) => void shutdown(s));

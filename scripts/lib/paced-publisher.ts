@@ -1,14 +1,13 @@
 /**
  * Publishes events no faster than the relay's message quota, and retries a `rate-limited:`
- * refusal after the relay's own `retry in Ns` hint. Writes are spaced `60 s / rate` apart plus
- * 5 % headroom (1.05 s at the stock 60 per minute), so clock skew between this process and the
- * relay's sliding window does not turn the last message of a window into a refusal.
+ * refusal after the relay's own `retry in Ns` hint. Writes are spaced `SEED_DELAY` apart (1.05 s
+ * by default: the stock 60 per minute plus 5 % headroom, so clock skew between this process and
+ * the relay's sliding window does not turn the last message of a window into a refusal).
  */
 import { BuzzClient } from '../../src/client/buzz-client.js';
 import { retryAfterMs } from '../../src/client/client-errors.js';
 import { NostrEvent } from '../../src/common/nostr.types.js';
 
-const HEADROOM = 1.05;
 const DEFAULT_RETRY_MS = 1000;
 const RETRY_MARGIN_MS = 50;
 export const MAX_RATE_LIMIT_RETRIES = 30;
@@ -30,11 +29,11 @@ export class PacedPublisher {
 
   constructor(
     private readonly client: Pick<BuzzClient, 'publish'>,
-    ratePerMin: number,
+    delaySecs: number,
     private readonly log: (line: string) => void,
     private readonly clock: PacingClock = SYSTEM_CLOCK,
   ) {
-    this.intervalMs = (60_000 / ratePerMin) * HEADROOM;
+    this.intervalMs = delaySecs * 1000;
   }
 
   /** Resolves once the relay accepted the event (or already had it); throws SeedRefusedError otherwise. */

@@ -128,4 +128,24 @@ describe('loadConfig', () => {
       },
     );
   });
+
+  describe('tracing from the standard OTEL_* variables', () => {
+    it.each<[Record<string, string>, boolean]>([
+      [{}, false],
+      [{ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }, false],
+      [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, true],
+      [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }, true],
+      [{ OTEL_TRACES_EXPORTER: 'otlp' }, true],
+      [{ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, false],
+      [{ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, false],
+      [{ OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, true],
+    ])('%j → enabled %s', (env, enabled) => {
+      expect(loadConfig(env).tracing.enabled).toBe(enabled);
+    });
+
+    it('names the service buzz-relay unless OTEL_SERVICE_NAME says otherwise', () => {
+      expect(loadConfig({}).tracing.serviceName).toBe('buzz-relay');
+      expect(loadConfig({ OTEL_SERVICE_NAME: 'chat-eu' }).tracing.serviceName).toBe('chat-eu');
+    });
+  });
 });

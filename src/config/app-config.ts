@@ -131,6 +131,24 @@ export interface HttpTimeouts {
   readonly keepAliveTimeoutMs: number;
 }
 
+/**
+ * OpenTelemetry tracing, from the standard OTEL_* variables: on when an OTLP endpoint is set
+ * (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or `OTEL_TRACES_EXPORTER`
+ * names an exporter, unless `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`.
+ */
+export interface TracingConfig {
+  readonly enabled: boolean;
+  /** `OTEL_SERVICE_NAME`, default `buzz-relay`. */
+  readonly serviceName: string;
+}
+
+export function tracingConfig(r: EnvReader): TracingConfig {
+  const exporter = r.string('OTEL_TRACES_EXPORTER', '').trim();
+  const endpoint = r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const disabled = r.string('OTEL_SDK_DISABLED', '').trim().toLowerCase() === 'true' || exporter === 'none';
+  return { enabled: !disabled && (endpoint || exporter !== ''), serviceName: r.string('OTEL_SERVICE_NAME', 'buzz-relay') };
+}
+
 export interface AppConfig {
   readonly host: string;
   readonly port: number;
@@ -138,6 +156,7 @@ export interface AppConfig {
   readonly http: HttpTimeouts;
   readonly relayUrl: string;
   readonly logLevel: string;
+  readonly tracing: TracingConfig;
   readonly database: DatabaseConfig;
   readonly replica: ReplicaConfig;
   readonly bench: BenchSwitches;
@@ -213,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     http: httpTimeouts(r),
     relayUrl: r.url('RELAY_URL', `ws://localhost:${bind.port}`, ['ws:', 'wss:']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    tracing: tracingConfig(r),
     database: {
       url: r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']),
       readUrl: r.optionalUrl('READ_DATABASE_URL', ['postgres:', 'postgresql:']),

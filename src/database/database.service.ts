@@ -8,6 +8,9 @@ import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } fro
 import { DB } from './database.types.js';
 import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
+import { ConnectionSteps } from './connection-steps.js';
+import { kyselyOn } from './kysely-on-client.js';
+import { classifyDbError } from './pg-errors.js';
 import {
   ACQUIRE_TIMEOUT_MESSAGE,
   createProbePool,
@@ -28,6 +31,9 @@ export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
  * logs, so a replica that is down never blocks start-up. The probe pool is created on first
  * use by the replica fence and is never used for serving traffic.
  */
+/** How often a running pod re-checks its future partitions. */
+export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
+
 @Injectable()
 export class DatabaseService implements OnApplicationShutdown {
   private readonly logger = new Logger('Database');
@@ -39,6 +45,9 @@ export class DatabaseService implements OnApplicationShutdown {
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
   private probe: Pool | undefined;
+  private partitionTimer: NodeJS.Timeout | undefined;
+  private readonly steps: ConnectionSteps;
+  private closing = false;
   private readonly startHooks: Array<() => Promise<unknown>> = [];
   private readonly onPoolError: (role: string, err: Error) => void;
 
@@ -50,7 +59,8 @@ export class DatabaseService implements OnApplicationShutdown {
     if (!db.url) throw new Error('DATABASE_URL is not set and no embedded database was started');
     this.onPoolError = (role: string, err: Error) =>
       this.logger.warn({ poolRole: role, err: err.message, code: (err as { code?: string }).code }, 'idle database connection failed');
-    this.writerPool = createWriterPool(db, db.url, this.onPoolError);
+    this.steps = new ConnectionSteps(metrics, () => this.closing);
+    this.writerPool = createWriterPool(db, db.url, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
     this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, this.onPoolError) : undefined;
     this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
@@ -69,12 +79,30 @@ export class DatabaseService implements OnApplicationShutdown {
       await migrateToLatest(this.writer);
       this.logger.log('migrations applied');
     }
-    const created = await ensureFuturePartitions(this.writer, this.config.database.partitionMonthsAhead, new Date(), (m) =>
-      this.logger.log(m),
-    );
-    if (created.length > 0) this.logger.log({ partitions: created }, 'created partitions');
+    await this.maintainPartitions('bootstrap');
+    this.partitionTimer = setInterval(() => void this.maintainPartitions('maintenance').catch(() => undefined), PARTITION_MAINTENANCE_INTERVAL_MS);
+    this.partitionTimer.unref();
     void this.pingReader();
     for (const hook of this.startHooks) await hook();
+  }
+
+  /**
+   * Monthly partitions for this month and the next BUZZ_PARTITION_MONTHS_AHEAD: at start
+   * (`bootstrap`), then once a day (`maintenance`), so a pod that runs for months keeps creating
+   * them instead of filling the catch-all partition. A failed daily run is logged and retried
+   * the next day; at start it fails start-up.
+   */
+  async maintainPartitions(operation: 'bootstrap' | 'maintenance'): Promise<string[]> {
+    try {
+      const created = await this.withWriter(operation, (db) =>
+        ensureFuturePartitions(db, this.config.database.partitionMonthsAhead, new Date(), (m) => this.logger.log(m)),
+      );
+      if (created.length > 0) this.logger.log({ partitions: created }, 'created partitions');
+      return created;
+    } catch (err) {
+      if (operation === 'maintenance') this.logger.warn({ err: (err as Error).message }, 'partition maintenance failed; retrying in a day');
+      throw err;
+    }
   }
 
   getReaderState(): ReaderState {
@@ -87,9 +115,29 @@ export class DatabaseService implements OnApplicationShutdown {
     return this.probe;
   }
 
-  /** An instrumented serving-writer checkout (§6.2). The caller releases it. */
-  acquireWriter(operation: WriterOperation): Promise<PoolClient> {
-    return this.acquire(this.writerPool, { poolRole: 'writer', operation }, false);
+  /**
+   * An instrumented serving-writer checkout (§6.2). The caller releases it. A `signal` that aborts
+   * while the checkout waits ends it with the `cancelled` outcome; the connection, if it arrives
+   * later, goes straight back to the pool.
+   */
+  acquireWriter(operation: WriterOperation, signal?: AbortSignal): Promise<PoolClient> {
+    return this.acquire(this.writerPool, { poolRole: 'writer', operation }, false, signal);
+  }
+
+  /**
+   * Runs `work` on one instrumented writer checkout and releases it; a connection the server or
+   * the network broke is discarded rather than pooled.
+   */
+  async withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const client = await this.acquireWriter(operation, signal);
+    try {
+      const result = await work(kyselyOn(client));
+      client.release();
+      return result;
+    } catch (err) {
+      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
+      throw err;
+    }
   }
 
   /**
@@ -164,7 +212,10 @@ export class DatabaseService implements OnApplicationShutdown {
 
   /** Readiness: acquire plus SELECT 1 on the writer within a deadline. */
   async writerReachable(timeoutMs = 2000): Promise<boolean> {
-    const probe = sql`select 1`.execute(this.writer).then(() => true, () => false);
+    const probe = this.withWriter('readiness', (db) => sql`select 1`.execute(db)).then(
+      () => true,
+      () => false,
+    );
     return raceTimeout(probe, timeoutMs, false);
   }
 
@@ -195,6 +246,8 @@ export class DatabaseService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.partitionTimer);
+    this.closing = true;
     await Promise.all([
       endPool(this.writerPool),
       this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
@@ -202,26 +255,52 @@ export class DatabaseService implements OnApplicationShutdown {
     ]);
   }
 
-  private async acquire(pool: Pool, what: Parameters<DatabaseMetrics['acquireBegin']>[0], legacy: boolean): Promise<PoolClient> {
+  /** One terminal outcome per attempt: success, error, timeout, or cancelled when `signal` aborted the wait. */
+  private acquire(pool: Pool, what: Parameters<DatabaseMetrics['acquireBegin']>[0], legacy: boolean, signal?: AbortSignal): Promise<PoolClient> {
     const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     this.metrics.acquireBegin(what);
-    try {
-      const client = await pool.connect();
-      this.metrics.acquireEnd(what, 'success', (performance.now() - started) / 1000, legacy);
-      return client;
-    } catch (err) {
-      const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
-      this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', (performance.now() - started) / 1000, legacy);
-      throw err;
+    if (signal?.aborted) {
+      this.metrics.acquireEnd(what, 'cancelled', 0, legacy);
+      return Promise.reject(signal.reason);
     }
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        this.metrics.acquireEnd(what, 'cancelled', seconds(), legacy);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      pool.connect().then(
+        (client) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (settled) return client.release();
+          settled = true;
+          this.metrics.acquireEnd(what, 'success', seconds(), legacy);
+          resolve(client);
+        },
+        (err: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (settled) return;
+          settled = true;
+          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
+          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), legacy);
+          reject(err);
+        },
+      );
+    });
   }
 
   /** Opens the writer pool's minimum connections so a bad writer fails start-up. */
   private async connectWriter(): Promise<void> {
-    const clients = await Promise.all(
-      Array.from({ length: Math.min(WRITER_POOL_MIN, this.config.database.poolSize) }, () => this.writerPool.connect()),
-    );
-    for (const c of clients) c.release();
+    await this.steps.run('writer_pool', async () => {
+      const clients = await Promise.all(
+        Array.from({ length: Math.min(WRITER_POOL_MIN, this.config.database.poolSize) }, () => this.acquireWriter('bootstrap')),
+      );
+      for (const c of clients) c.release();
+    });
   }
 }
 

@@ -5,7 +5,7 @@
  * never writes `events`, so it needs no floor-guard arming, and it installs its
  * own, tighter session timeouts instead.
  */
-import { ClientBase, Pool, PoolConfig } from 'pg';
+import { Client, ClientBase, Pool, PoolConfig } from 'pg';
 import { DatabaseConfig } from '../config/app-config.js';
 import {
   PROBE_ACQUIRE_TIMEOUT_MS,
@@ -17,7 +17,8 @@ import {
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
 import { CallbackQueryClient } from './callback-query-client.js';
 import { noteSessionStatementTimeout } from './read-deadline.js';
-import { statementCachingClient } from './statement-cache.js';
+import { ClientClass, statementCachingClient } from './statement-cache.js';
+import { ConnectionStep, ConnectionSteps } from './connection-steps.js';
 
 export const WRITER_POOL_MIN = 2;
 export const WRITER_ACQUIRE_TIMEOUT_MS = 3000;
@@ -44,22 +45,29 @@ export type PoolErrorSink = (role: string, err: Error) => void;
  * The writer's after-connect hook, in the spec's order: arm the floor guard,
  * install the session timeouts, then refuse any isolation level but READ COMMITTED.
  */
-export async function prepareWriterSession(client: ClientBase, cfg: DatabaseConfig): Promise<void> {
-  await client.query(`select set_config('buzz.created_at_floor', $1, false)`, [String(CREATED_AT_FLOOR_SECS)]);
-  await client.query(
-    `select set_config('lock_timeout', $1, false),
-            set_config('idle_in_transaction_session_timeout', $2, false),
-            set_config('statement_timeout', $3, false)`,
-    [String(cfg.lockTimeoutMs), String(cfg.idleTxnTimeoutMs), String(cfg.statementTimeoutMs)],
+export async function prepareWriterSession(client: ClientBase, cfg: DatabaseConfig, steps?: ConnectionSteps): Promise<void> {
+  const step = <T>(name: ConnectionStep, fn: () => Promise<T>): Promise<T> => (steps ? steps.run(name, fn) : fn());
+  await step('created_at_floor', () => client.query(`select set_config('buzz.created_at_floor', $1, false)`, [String(CREATED_AT_FLOOR_SECS)]));
+  await step('session_timeouts', () =>
+    client.query(
+      `select set_config('lock_timeout', $1, false),
+              set_config('idle_in_transaction_session_timeout', $2, false),
+              set_config('statement_timeout', $3, false)`,
+      [String(cfg.lockTimeoutMs), String(cfg.idleTxnTimeoutMs), String(cfg.statementTimeoutMs)],
+    ),
   );
   noteSessionStatementTimeout(client, cfg.statementTimeoutMs);
-  const { rows } = await client.query<{ iso: string }>(`select current_setting('transaction_isolation') as iso`);
-  if (rows[0]?.iso !== 'read committed') {
-    throw new Error(`buzz-relay requires READ COMMITTED as the default isolation, server has ${rows[0]?.iso}`);
-  }
+  await step('isolation', async () => {
+    const { rows } = await client.query<{ iso: string }>(`select current_setting('transaction_isolation') as iso`);
+    if (rows[0]?.iso !== 'read committed') {
+      throw new Error(`buzz-relay requires READ COMMITTED as the default isolation, server has ${rows[0]?.iso}`);
+    }
+  });
 }
 
-export function createWriterPool(cfg: DatabaseConfig, url: string, onError: PoolErrorSink): Pool {
+/** `steps` records each step of opening a writer connection (database.md §6.6). */
+export function createWriterPool(cfg: DatabaseConfig, url: string, onError: PoolErrorSink, steps?: ConnectionSteps): Pool {
+  const base = statementCachingClient(cfg.statementCacheSize);
   const options: PoolConfig = {
     connectionString: url,
     application_name: 'buzz-relay',
@@ -68,10 +76,32 @@ export function createWriterPool(cfg: DatabaseConfig, url: string, onError: Pool
     connectionTimeoutMillis: WRITER_ACQUIRE_TIMEOUT_MS,
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
-    onConnect: (client) => prepareWriterSession(client, cfg),
-    Client: statementCachingClient(cfg.statementCacheSize),
+    onConnect: (client) => (steps ? steps.run('ready', () => prepareWriterSession(client, cfg, steps)) : prepareWriterSession(client, cfg)),
+    Client: steps ? timedConnectClient(base, steps, WRITER_ACQUIRE_TIMEOUT_MS) : base,
   };
   return withErrorListener(new Pool(options), 'writer', onError);
+}
+
+/**
+ * The pool's client class with its dial recorded as `physical_connect`. pg-pool ends a dial that
+ * outlives `connectTimeoutMs` by destroying its socket, so a failure at or past that bound is a
+ * timeout rather than a refusal.
+ */
+function timedConnectClient(Base: ClientClass, steps: ConnectionSteps, connectTimeoutMs: number): ClientClass {
+  const timedOut = (_err: unknown, elapsedMs: number) => elapsedMs >= connectTimeoutMs - 5;
+  class TimedConnectClient extends Base {}
+  const dial = Base.prototype.connect as unknown as (this: Client) => Promise<unknown>;
+  // pg's connect() is overloaded (promise or callback); pg-pool uses the callback form.
+  (TimedConnectClient.prototype as unknown as { connect: unknown }).connect = function (this: Client, callback?: (err: Error | null, c?: Client) => void) {
+    const done = steps.run('physical_connect', () => dial.call(this), timedOut);
+    if (!callback) return done.then(() => this);
+    done.then(
+      () => callback(null, this),
+      (err: Error) => callback(err),
+    );
+    return undefined;
+  };
+  return TimedConnectClient;
 }
 
 export function createReaderPool(cfg: DatabaseConfig, url: string, onError: PoolErrorSink): Pool {

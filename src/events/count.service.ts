@@ -14,7 +14,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { EventQueryService, HistoryContext } from './event-query.service.js';
-import { matchFilter } from './filter.js';
+import { matchesNothing, matchFilter } from './filter.js';
 import { ReadScope } from './read-scope.js';
 import { SearchService } from './search.service.js';
 import { eventVisibleToReader } from './visibility.js';
@@ -50,7 +50,7 @@ export class CountService {
   }
 
   private async fallback(scope: ReadScope, f: NostrFilter, ctx: CountContext): Promise<number> {
-    if (f.kinds?.length === 0) return 0;
+    if (matchesNothing(f)) return 0;
     const rows = await this.search.search(scope, {
       text: f.search ?? '',
       prefix: false,

@@ -19,7 +19,7 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { HistoryReadRejected, WriterReadRejected } from '../routing/routed-read.types.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric, EventReadRepository } from './event-read.repository.js';
-import { effectiveLimit, matchFilter } from './filter.js';
+import { effectiveLimit, matchesNothing, matchFilter } from './filter.js';
 import { HistoryFlights } from './history-flights.js';
 import { VISIBILITY_GATED_KINDS } from './kinds.js';
 import { ReadScope } from './read-scope.js';
@@ -80,7 +80,7 @@ export class EventQueryService {
   async count(scope: ReadScope, filters: readonly NostrFilter[], ctx?: HistoryContext): Promise<number> {
     const counts = await Promise.all(
       filters.map((f) => {
-        if (f.kinds?.length === 0) return 0; // match-nothing: no connection, no route decision
+        if (matchesNothing(f)) return 0; // no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
         if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal });
         return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal }, work);
@@ -102,7 +102,7 @@ export class EventQueryService {
    */
   private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
     const limit = effectiveLimit(filter);
-    if (limit <= 0 || filter.kinds?.length === 0) return []; // match-nothing: no connection, no route decision
+    if (limit <= 0 || matchesNothing(filter)) return []; // no permit, no connection, no route decision
     return this.flights.run(this.flightKey(scope, filter, limit, ctx), ctx?.signal, (signal, started) => {
       const work = (db: Kysely<DB>) => {
         started();

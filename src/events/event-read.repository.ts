@@ -5,6 +5,7 @@
  * event_refs table instead, `#h` to the channel scope). Tags are re-checked positionally in SQL,
  * so LIMIT counts only real matches.
  */
+import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder, sql } from 'kysely';
 import { isHex64, NostrEvent, NostrFilter } from '../common/nostr.types.js';
@@ -25,7 +26,7 @@ export class EventReadRepository {
    * see recentFloor); only a page that window cannot fill is read again over every partition.
    */
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0, nowMs = Date.now()): Promise<NostrEvent[]> {
-    if (limit <= 0 || filter.kinds?.length === 0) return [];
+    if (limit <= 0 || matchesNothing(filter)) return [];
     if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
     const parts = filterConditions(scope, filter);
     if (parts === undefined) return [];
@@ -76,7 +77,7 @@ export class EventReadRepository {
   }
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
-    if (filter.kinds?.length === 0) return 0;
+    if (matchesNothing(filter)) return 0;
     const refs = refIds(filter);
     const run = async (on: Kysely<DB>) => {
       if (refs) {

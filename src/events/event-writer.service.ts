@@ -58,12 +58,17 @@ export class EventWriter implements BeforeApplicationShutdown {
     }
   }
 
-  /** Runs fn in one writer transaction, with the floor lock when it touches a channel. */
+  /**
+   * Runs fn in one writer transaction, with the floor lock when it touches a channel, on a
+   * checkout recorded as `event_write` (§6.2).
+   */
   async transaction<T>(touchesChannel: boolean, fn: (tx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.writer.transaction().execute(async (tx) => {
-      if (touchesChannel) await this.repo.lockFloorShared(tx);
-      return fn(tx);
-    });
+    return this.db.withWriter('event_write', (db) =>
+      db.transaction().execute(async (tx) => {
+        if (touchesChannel) await this.repo.lockFloorShared(tx);
+        return fn(tx);
+      }),
+    );
   }
 
   /** Inserts items of one community inside tx; returns the hex ids that were new. */

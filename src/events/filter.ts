@@ -255,6 +255,18 @@ function contains<T>(list: readonly T[], value: T): boolean {
 }
 
 /** Per-filter page size: `min(limit, max)`, defaulting to `max` (§2.7). */
+/**
+ * True when no event can match the filter: an empty `ids`, `authors` or `kinds` list, an empty
+ * tag list (`#e: []`), or `since` after `until`. Such a filter is answered empty without a
+ * permit, a connection or a route decision.
+ */
+export function matchesNothing(f: NostrFilter): boolean {
+  if (f.ids?.length === 0 || f.authors?.length === 0 || f.kinds?.length === 0) return true;
+  if (f.since !== undefined && f.until !== undefined && f.since > f.until) return true;
+  for (const values of Object.values(f.tags)) if (values.length === 0) return true;
+  return false;
+}
+
 export function effectiveLimit(filter: NostrFilter, max: number = DEFAULT_MAX_PAGE_LIMIT): number {
   return Math.min(filter.limit ?? max, max);
 }

@@ -4,18 +4,19 @@
  * through the fenced, routed by-id read, so no unproved row is ever shown. The
  * hydration is a history read: capped and shed like the others.
  */
+import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { BOUNDED } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { ReadScope } from './read-scope.js';
-import { SearchFilter, SearchRepository } from './search.repository.js';
+import { SearchRepository } from './search.repository.js';
 
 export interface SearchRequest {
   readonly text: string;
   readonly prefix: boolean;
-  readonly filter: SearchFilter;
+  readonly filter: NostrFilter;
   readonly limit: number;
   readonly offset: number;
   readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate' | 'count_req_fallback' | 'bridge_count_fallback'>;
@@ -32,6 +33,7 @@ export class SearchService {
   ) {}
 
   async search(scope: ReadScope, req: SearchRequest): Promise<NostrEvent[]> {
+    if (matchesNothing(req.filter)) return [];
     const ids = await this.routed.writerRead('subscription_history', (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
     if (ids.length === 0) return [];
     const hydrate = (db: Parameters<SearchRepository['byIds']>[0]) => this.repo.byIds(db, scope.communityId, ids);

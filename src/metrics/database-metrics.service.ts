@@ -4,6 +4,8 @@
  * vocabulary is closed and listed here, so the series budget is derivable from this file.
  */
 import { Injectable } from '@nestjs/common';
+import { trace } from '@opentelemetry/api';
+import type { ConnectionStep, ConnectionStepOutcome, ConnectionStepSink } from '../database/connection-steps.js';
 import { counter, gauge, histogram, SECONDS_BUCKETS } from './metric-factory.js';
 
 /** `path` values of buzz_db_route_decision and buzz_db_reader_spill_total (§6.1, closed). */
@@ -95,7 +97,7 @@ export interface PoolSample {
 }
 
 @Injectable()
-export class DatabaseMetrics {
+export class DatabaseMetrics implements ConnectionStepSink {
   readonly routeDecision = counter({
     name: 'buzz_db_route_decision',
     help: 'Routed read decisions, exactly one per routed request',
@@ -114,6 +116,22 @@ export class DatabaseMetrics {
     name: 'buzz_db_operation_duration_seconds',
     help: 'Datastore span durations by span name',
     labelNames: ['operation', 'outcome'],
+    buckets: SECONDS_BUCKETS,
+  });
+  readonly connectionStepStarted = counter({
+    name: 'buzz_db_connection_step_started_total',
+    help: 'Writer connection setup steps started (database.md §6.6)',
+    labelNames: ['pool_role', 'step'],
+  });
+  readonly connectionStepAttempts = counter({
+    name: 'buzz_db_connection_step_attempts_total',
+    help: 'Writer connection setup steps by terminal outcome',
+    labelNames: ['pool_role', 'step', 'outcome'],
+  });
+  readonly connectionStepDuration = histogram({
+    name: 'buzz_db_connection_step_duration_seconds',
+    help: 'Writer connection setup step durations',
+    labelNames: ['pool_role', 'step'],
     buckets: SECONDS_BUCKETS,
   });
   readonly acquireStarted = counter({
@@ -174,18 +192,30 @@ export class DatabaseMetrics {
 
   private readonly inflight = new Map<string, number>();
 
+  /** The decision also lands on the read's datastore span, under the metric's label names. */
   recordRoute(path: RoutePath, event: RouteEvent): void {
     this.routeDecision.inc({ path, decision: event.decision, reason: event.reason });
+    trace.getActiveSpan()?.setAttributes({ path, decision: event.decision, reason: event.reason });
   }
 
   recordSpill(path: RoutePath, reason: SpillReason): void {
     this.readerSpill.inc({ path, reason });
+    trace.getActiveSpan()?.setAttribute('spill_reason', reason);
   }
 
   acquireBegin(a: PoolAcquire): void {
     this.acquireStarted.inc({ pool_role: a.poolRole, operation: a.operation });
     const key = `${a.poolRole}/${a.operation}`;
     this.inflight.set(key, (this.inflight.get(key) ?? 0) + 1);
+  }
+
+  stepStarted(step: ConnectionStep): void {
+    this.connectionStepStarted.inc({ pool_role: 'writer', step });
+  }
+
+  stepEnded(step: ConnectionStep, outcome: ConnectionStepOutcome, seconds: number): void {
+    this.connectionStepAttempts.inc({ pool_role: 'writer', step, outcome });
+    this.connectionStepDuration.observe({ pool_role: 'writer', step }, seconds);
   }
 
   /** One terminal outcome per attempt; `legacy` seams also feed the compatibility families. */

@@ -145,10 +145,9 @@ interface ActivityScan {
 async function scanActivity(client: PoolClient): Promise<ActivityScan> {
   const { rows } = await client.query<{ oldest: Date | null; masked: string }>(`
     select least(
-             -- Only client backends can write rows; autovacuum workers and walsenders also
-             -- report xact_start and would drag the wall down for no reason.
-             (select min(xact_start) from pg_stat_activity
-               where pid <> pg_backend_pid() and backend_type = 'client backend'),
+             -- Any backend's open transaction counts (database.md §4.2 step 5): background
+             -- workers and logical-replication apply workers can write events too.
+             (select min(xact_start) from pg_stat_activity where pid <> pg_backend_pid()),
              (select min(prepared) from pg_prepared_xacts)
            ) as oldest,
            (select count(*) from pg_stat_activity

@@ -110,12 +110,10 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
       const outcome = await probeOnce(this.db.probePool(), this.metrics, span).catch((err: unknown) =>
         err instanceof ProbeError ? err : new ProbeError('other', String(err), {}),
       );
-      const t = outcome.timings;
-      for (const [k, v] of [['acquire_ms', t.acquireMs], ['lock_ms', t.lockMs], ['scan_ms', t.scanMs], ['heartbeat_ms', t.heartbeatMs], ['commit_ms', t.commitMs]] as const) {
-        if (v !== undefined) span.setAttribute(k, Math.round(v));
-      }
+      const phases = phaseFields(outcome.timings);
+      for (const [k, v] of Object.entries(phases)) span.setAttribute(k, v);
       if (outcome instanceof ProbeError) {
-        this.onFailure(outcome);
+        this.onFailure(outcome, gap === undefined ? phases : { ...phases, beat_gap_ms: Math.round(gap) });
         throw outcome;
       }
       span.setAttribute('token', outcome.token.toString());
@@ -157,21 +155,22 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
       this.ring.record(rotated.token, rotated.epoch, rotated.committedAt, sample.fenceWall);
     }
     const ended = this.failures.succeeded();
-    if (ended > 0) this.logger.log({ failures: ended }, 'replica fence probe recovered');
+    if (ended > 0) this.logger.log({ consecutive_failures: ended, token: sample.token.toString() }, 'replica fence probe recovered');
     this.beats += 1;
     for (const w of [...this.beatWaiters]) w();
   }
 
-  private onFailure(err: ProbeError): void {
+  /** Seed 001's warning: its field names, snake_case, exactly (log alerts key on them). */
+  private onFailure(err: ProbeError, phases: Record<string, number>): void {
     const { consecutiveFailures, warn } = this.failures.failed(performance.now());
     if (!warn) return;
     const age = this.ring.heartbeatAgeMs();
     this.logger.warn(
       {
-        errorKind: err.kind,
-        consecutiveFailures,
-        heartbeatAgeMs: age === undefined ? null : Math.round(age),
-        ...roundTimings(err.timings),
+        error_kind: err.kind,
+        consecutive_failures: consecutiveFailures,
+        heartbeat_age_ms: age === undefined ? null : Math.round(age),
+        ...phases,
         err: err.message,
       },
       'replica fence probe failed',
@@ -198,13 +197,16 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
   }
 }
 
-function roundTimings(t: ProbeError['timings']): Record<string, number> {
+/** The per-phase timings under seed 001's names, in whole milliseconds; phases not reached are absent. */
+export function phaseFields(t: ProbeError['timings']): Record<string, number> {
+  const named: [string, number | undefined][] = [
+    ['acquire_ms', t.acquireMs],
+    ['lock_ms', t.lockMs],
+    ['scan_ms', t.scanMs],
+    ['heartbeat_ms', t.heartbeatMs],
+    ['commit_ms', t.commitMs],
+  ];
   const out: Record<string, number> = {};
-  if (t.acquireMs !== undefined) out.acquireMs = Math.round(t.acquireMs);
-  if (t.lockMs !== undefined) out.lockMs = Math.round(t.lockMs);
-  if (t.scanMs !== undefined) out.scanMs = Math.round(t.scanMs);
-  if (t.heartbeatMs !== undefined) out.heartbeatMs = Math.round(t.heartbeatMs);
-  if (t.commitMs !== undefined) out.commitMs = Math.round(t.commitMs);
+  for (const [k, v] of named) if (v !== undefined) out[k] = Math.round(v);
   return out;
 }
-

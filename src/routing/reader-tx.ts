@@ -15,7 +15,7 @@ import { namesStatements } from '../database/statement-cache.js';
 import type { HistoryPermit } from '../history-reads/history-read-gate.js';
 import type { ReaderPoolOperation } from '../metrics/database-metrics.service.js';
 import { ProofEntry, ProofRing } from '../replica-fence/proof-ring.js';
-import { kyselyOn } from './kysely-on-client.js';
+import { kyselyOn } from '../database/kysely-on-client.js';
 
 /** Steps 2–4 must finish within this (design choice): a reader that cannot prove in time is wrong, not busy. */
 export const PROOF_DEADLINE_MS = 500;

@@ -18,7 +18,7 @@ import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperatio
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { kyselyOn } from './kysely-on-client.js';
+import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
@@ -169,7 +169,7 @@ export class RoutedReader {
       throw new WriterReadRejected();
     }
     try {
-      const client = await this.db.acquireWriter(operation);
+      const client = await this.db.acquireWriter(operation, opts.signal);
       armReadDeadline(client, this.config.database.clientReadTimeoutMs);
       const cancel = cancelOnAbort(client, opts.signal);
       let result: T;
@@ -197,15 +197,7 @@ export class RoutedReader {
    */
   async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
     if (span) return datastoreSpan(this.metrics, span, () => this.onWriter(operation, work));
-    const client = await this.db.acquireWriter(operation);
-    try {
-      const result = await work(kyselyOn(client));
-      client.release();
-      return result;
-    } catch (err) {
-      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
-      throw err;
-    }
+    return this.db.withWriter(operation, work);
   }
 
   private writerRunner() {
@@ -249,11 +241,19 @@ export class RoutedReader {
     }
   }
 
+  /**
+   * Bounded staleness, plus read-your-writes for an author. The two failures spill under
+   * different reasons of seed 001's closed set: an entry older than the budget is the probe being
+   * late (`heartbeat_stale`, the signal that isolates probe lateness); a fresh entry that does not
+   * yet cover the author's own write is a read whose bound lies above what the fence has proven
+   * (`fence_wall_behind`). See docs/read-routing.md.
+   */
   private bounded(req: RouteRequest, entry: ProofEntry): Check {
     if (this.budgetMs <= 0) return { ok: false, reason: 'disabled' };
+    if (this.fence.ring.ageOf(entry) > this.budgetMs) return { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
     const ownWrite = req.author ? this.writes.lastWriteAt(req.author) : undefined;
-    const fresh = this.fence.ring.ageOf(entry) <= this.budgetMs && (ownWrite === undefined || entry.committedAt > ownWrite);
-    return fresh ? { ok: true, verdict: 'fresh' } : { ok: false, reason: 'stale', spill: 'heartbeat_stale' };
+    if (ownWrite !== undefined && entry.committedAt <= ownWrite) return { ok: false, reason: 'stale', spill: 'fence_wall_behind' };
+    return { ok: true, verdict: 'fresh' };
   }
 
   /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */

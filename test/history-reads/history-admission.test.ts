@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { sql, type Kysely } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import type { DB } from '../../src/database/database.types.js';
+import type { NostrFilter } from '../../src/common/nostr.types.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService } from '../../src/events/event-query.service.js';
@@ -202,19 +203,27 @@ describe('match_nothing_reads_take_no_connection', () => {
     if (faults.supported) await db.cluster.heal();
   }, 30_000);
 
-  it('kinds: [] and limit 0 record no decision and take no permit and no connection, even on a saturated reader', async () => {
+  it('filters that match nothing (an empty kinds, ids, authors or tag list, since > until) and limit 0 record no decision and take no permit and no connection, even on a saturated reader', async () => {
     const held = await layer.database.readerPool!.connect();
     try {
       const acquires = () => metricValue('buzz_db_pool_acquire_started_total');
       const a0 = await acquires();
+      const nothing: NostrFilter[] = [
+        { kinds: [], tags: {}, extensions: {} },
+        { kinds: [1], tags: { e: [] }, extensions: {} },
+        { kinds: [1], tags: { t: ['x'], p: [] }, extensions: {} },
+        { ids: [], tags: {}, extensions: {} },
+        { authors: [], tags: {}, extensions: {} },
+        { since: 200, until: 100, tags: {}, extensions: {} },
+      ];
       const o = await observe(async () => {
         const pages: unknown[] = [];
-        for await (const page of query.history(communityWide(community), [{ kinds: [], tags: {}, extensions: {} }, { kinds: [1], limit: 0, tags: {}, extensions: {} }], true, { path: 'req_historical' })) pages.push(page);
-        const n = await query.count(communityWide(community), [{ kinds: [], tags: {}, extensions: {} }], { path: 'count_req' });
+        for await (const page of query.history(communityWide(community), [...nothing, { kinds: [1], limit: 0, tags: {}, extensions: {} }], true, { path: 'req_historical' })) pages.push(page);
+        const n = await query.count(communityWide(community), nothing, { path: 'count_req' });
         return { pages, n };
       });
       expect(o.error).toBeUndefined();
-      expect(o.value).toEqual({ pages: [[], []], n: 0 });
+      expect(o.value).toEqual({ pages: [...nothing.map(() => []), []], n: 0 });
       expect(o.routes).toEqual({});
       expect(await acquires()).toBe(a0);
       expect(layer.app.get(HistoryReadGate).inUse).toBe(0);

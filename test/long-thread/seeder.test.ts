@@ -174,8 +174,29 @@ describe('refusals', () => {
 
   it('prefers SEED_RELAY_URL over RELAY_URL and reads no BUZZ_* variable', () => {
     const opts = parseSeedOptions([], { ...AMBIENT, SEED_RELAY_URL: 'ws://127.0.0.1:4000', RELAY_URL: 'ws://localhost:3000' });
-    expect(opts).toEqual({ relayUrl: 'ws://127.0.0.1:4000/', replies: 187, reactions: 20, ratePerMin: 60, channel: undefined, secretKey: undefined });
+    expect(opts).toEqual({ relayUrl: 'ws://127.0.0.1:4000/', replies: 187, reactions: 20, delaySecs: 1.05, channel: undefined, secretKey: undefined });
     expect(parseSeedOptions([], AMBIENT).relayUrl).toBe('ws://localhost:3000/');
+  });
+
+  it("reads seed 002's knobs SEED_REACTIONS, SEED_DELAY and SEED_CHANNEL; the flags are aliases and win", () => {
+    const channel = '0b9d3a4e-8f1c-4c2e-9a57-3f5d2b1c0e11';
+    const env = { ...AMBIENT, SEED_REACTIONS: '5', SEED_DELAY: '0', SEED_CHANNEL: channel };
+    expect(parseSeedOptions(['10'], env)).toMatchObject({ replies: 10, reactions: 5, delaySecs: 0, channel });
+    expect(parseSeedOptions(['10'], { ...env, SEED_DELAY: '2.5' }).delaySecs).toBe(2.5);
+    const other = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    expect(parseSeedOptions(['10', '--reactions', '7', '--rate', '120', '--channel', other], env)).toMatchObject({ reactions: 7, delaySecs: 0.525, channel: other });
+    expect(() => parseSeedOptions([], { SEED_DELAY: '-1' })).toThrow('SEED_DELAY must be a number of seconds');
+    expect(() => parseSeedOptions([], { SEED_DELAY: 'soon' })).toThrow('SEED_DELAY must be a number of seconds');
+    expect(() => parseSeedOptions([], { SEED_REACTIONS: 'many' })).toThrow('SEED_REACTIONS must be an integer');
+    expect(() => parseSeedOptions([], { SEED_CHANNEL: 'general' })).toThrow('SEED_CHANNEL must be a channel uuid');
+  });
+
+  it('takes RELAY_URL from ./.env when the environment has none, and still refuses a non-loopback one', () => {
+    const dotenv = '# dev relay\nRELAY_URL="ws://127.0.0.1:3999"\nBUZZ_PRIVATE_KEY=' + 'ab'.repeat(32) + '\n';
+    expect(parseSeedOptions([], AMBIENT, dotenv)).toMatchObject({ relayUrl: 'ws://127.0.0.1:3999/', secretKey: undefined });
+    expect(parseSeedOptions([], { ...AMBIENT, RELAY_URL: 'ws://localhost:4001' }, dotenv).relayUrl).toBe('ws://localhost:4001/');
+    expect(parseSeedOptions([], { ...AMBIENT, SEED_RELAY_URL: 'ws://[::1]:4002' }, dotenv).relayUrl).toBe('ws://[::1]:4002/');
+    expect(() => parseSeedOptions([], AMBIENT, 'RELAY_URL=wss://relay.example.com\n')).toThrow('refusing non-loopback relay host "relay.example.com"');
   });
 
   it('rejects bad arguments with exit code 2', async () => {
@@ -205,16 +226,16 @@ describe('pacing arithmetic (fake clock)', () => {
   }
   const ev = { id: 'a'.repeat(64) } as NostrEvent;
 
-  it('spaces writes 60 s / rate apart with 5 % headroom (1.05 s at the stock 60 per minute)', async () => {
+  it('spaces writes SEED_DELAY apart (1.05 s by default, the stock 60 per minute with 5 % headroom)', async () => {
     const h = harness([]);
-    const out = new PacedPublisher(h.client, 60, h.log, h.clock);
+    const out = new PacedPublisher(h.client, 1.05, h.log, h.clock);
     for (let i = 0; i < 4; i++) await out.publish(ev, `write ${i}`);
     expect(h.sentAt.map((t) => t - h.sentAt[0])).toEqual([0, 1050, 2100, 3150]);
   });
 
   it('retries a rate-limited answer after the hinted delay and keeps pacing from there', async () => {
     const h = harness(['', 'rate-limited: quota exceeded; retry in 3s', '']);
-    const out = new PacedPublisher(h.client, 60, h.log, h.clock);
+    const out = new PacedPublisher(h.client, 1.05, h.log, h.clock);
     await out.publish(ev, 'first');
     await out.publish(ev, 'second');
     await out.publish(ev, 'third');
@@ -225,9 +246,9 @@ describe('pacing arithmetic (fake clock)', () => {
 
   it('accepts duplicate: as done and fails on any other refusal', async () => {
     const h = harness(['duplicate: already have this event', 'restricted: not a channel member']);
-    const out = new PacedPublisher(h.client, 100_000, h.log, h.clock);
+    const out = new PacedPublisher(h.client, 0.0006, h.log, h.clock);
     await out.publish(ev, 'dup');
     await expect(out.publish(ev, 'reply 1')).rejects.toThrow(SeedRefusedError);
-    await expect(new PacedPublisher(harness([]).client, 60, h.log, h.clock).publish(ev, 'x')).resolves.toBeUndefined();
+    await expect(new PacedPublisher(harness([]).client, 1.05, h.log, h.clock).publish(ev, 'x')).resolves.toBeUndefined();
   });
 });

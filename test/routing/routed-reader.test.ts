@@ -193,7 +193,11 @@ describe('predicates on divergent fixtures', () => {
     layer.routed.writes.noteWrite(author);
     const read = (who?: typeof author) =>
       layer.routed.read({ path: 'req_historical', predicate: BOUNDED, author: who }, (d) => channelPage(d, community, channel, now()));
-    expect(await read(author)).toEqual(['m3', 'm2', 'm1']);
+    const own = await observe(() => read(author));
+    expect(own.result).toEqual(['m3', 'm2', 'm1']);
+    // A fresh beat that predates the author's write is not probe lateness (issue 20).
+    expect(own.spilled).toEqual({ 'req_historical/fence_wall_behind': 1 });
+    expect(own.routes).toEqual({ 'req_historical/writer/stale': 1 });
     expect(await read()).toEqual(['m3', 'm1']); // someone else: bounded staleness allowed
     layer.fence.ring.forceOpen(FAR_WALL); // an entry taken after the write proves it
     expect(await read(author)).toEqual(['m3', 'm1']);

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, PostgresPool, PostgresPoolClient } from 'kysely';
 import { PoolClient } from 'pg';
-import { DB } from '../database/database.types.js';
+import { DB } from './database.types.js';
 
 const handles = new WeakMap<PoolClient, Kysely<DB>>();
 
