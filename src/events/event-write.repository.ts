@@ -209,7 +209,7 @@ export class EventWriteRepository {
    * lowers its parent's `reply_count` and its root's `descendant_count` by one. Call it once per
    * deletion, with the ids that deletion removed. Returns the roots whose counts changed.
    */
-  async unthread(tx: Tx, communityId: string, deletedIdsHex: readonly string[]): Promise<Array<{ rootId: string; channelId: string }>> {
+  async unthread(tx: Tx, communityId: string, deletedIdsHex: readonly string[]): Promise<Array<{ root: ThreadAnchor; channelId: string }>> {
     if (deletedIdsHex.length === 0) return [];
     const { rows } = await sql<{ parent_id: Buffer; parent_at: Date; root_id: Buffer; root_at: Date; channel_id: string }>`
       select t.parent_event_id as parent_id, t.parent_event_created_at as parent_at,
@@ -232,27 +232,30 @@ export class EventWriteRepository {
                 from unnest(${rows.map((r) => r.root_id)}::bytea[], ${rows.map((r) => r.root_at)}::timestamptz[]) as r(id, at)
                group by r.id, r.at) u
        where t.community_id = ${communityId}::uuid and t.event_created_at = u.at and t.event_id = u.id`.execute(tx);
-    const roots = new Map(rows.map((r) => [r.root_id.toString('hex'), r.channel_id]));
-    return [...roots].map(([rootId, channelId]) => ({ rootId, channelId }));
+    const roots = new Map(rows.map((r) => [r.root_id.toString('hex'), { root: { id: r.root_id.toString('hex'), createdAt: Math.floor(r.root_at.getTime() / 1000) }, channelId: r.channel_id }]));
+    return [...roots.values()];
   }
 
   /**
    * A root's thread summary as the bridge's 39005 carries it (counts, last reply, the 10 latest
    * repliers), read after the commit that changed it; undefined when the root has no thread row.
+   * A primary-key probe of the root, and the repliers from its newest 500 replies only (walked
+   * backwards on idx_thread_metadata_root_created), so a reply to a long thread costs the same as
+   * one to a short thread; that list is exact unless those 500 hold fewer than 10 authors.
    */
-  async threadSummary(db: Tx, communityId: string, rootIdHex: string): Promise<{ replyCount: number; descendantCount: number; lastReplyAt: number | null; participants: string[] } | undefined> {
+  async threadSummary(db: Tx, communityId: string, root: ThreadAnchor): Promise<{ replyCount: number; descendantCount: number; lastReplyAt: number | null; participants: string[] } | undefined> {
     const { rows } = await sql<{ reply_count: number; descendant_count: number; last_reply_at: string | null; participants: string[] | null }>`
       select t.reply_count, t.descendant_count, extract(epoch from t.last_reply_at)::bigint as last_reply_at,
-             (select array_agg(p.pk) from (
+             (select array_agg(p.pk order by p.latest desc) from (
                 select encode(r.pubkey, 'hex') as pk, max(r.created_at) as latest
-                  from thread_metadata d join events r
-                    on r.community_id = d.community_id and r.created_at = d.event_created_at and r.id = d.event_id
-                 where d.community_id = t.community_id and d.root_event_id = t.event_id and r.deleted_at is null
+                  from (select d.event_created_at, d.event_id from thread_metadata d
+                         where d.community_id = t.community_id and d.root_event_id = t.event_id
+                         order by d.event_created_at desc, d.event_id desc limit 500) recent
+                  join events r on r.community_id = t.community_id and r.created_at = recent.event_created_at and r.id = recent.event_id
+                 where r.deleted_at is null
                  group by r.pubkey order by latest desc limit 10) p) as participants
-        from events e
-        join thread_metadata t on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
-       where e.community_id = ${communityId}::uuid and e.id = decode(${rootIdHex}, 'hex')
-       limit 1`.execute(db);
+        from thread_metadata t
+       where t.community_id = ${communityId}::uuid and t.event_created_at = to_timestamp(${root.createdAt}) and t.event_id = decode(${root.id}, 'hex')`.execute(db);
     const r = rows[0];
     return r && { replyCount: r.reply_count, descendantCount: r.descendant_count, lastReplyAt: r.last_reply_at === null ? null : Number(r.last_reply_at), participants: r.participants ?? [] };
   }

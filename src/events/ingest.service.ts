@@ -13,7 +13,7 @@ import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
 import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, MEMBERSHIP_NOTIFICATION_KINDS, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
-import { StoredEventInput, ThreadPlacement } from './stored-event.js';
+import { StoredEventInput, ThreadAnchor, ThreadPlacement } from './stored-event.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GroupCommandService, GroupEffect } from '../channels/group-commands.service.js';
 import { GroupStateService } from '../channels/group-state.service.js';
@@ -101,7 +101,7 @@ export class IngestService {
     this.metrics.eventsStored.inc();
     this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
     // §5.2 step 14: a new reply's root gets a live 39005 summary (fan-out only, never stored).
-    if (item.thread?.root && item.channelId) await this.publishThreadSummaries(ctx.communityId, [{ rootId: item.thread.root.id, channelId: item.channelId }]);
+    if (item.thread?.root && item.channelId) await this.publishThreadSummaries(ctx.communityId, [{ root: item.thread.root, channelId: item.channelId }]);
     return { accepted: true, message: '', eventId: event.id };
   }
 
@@ -152,7 +152,7 @@ export class IngestService {
     let effect: GroupEffect | undefined;
     let state: NostrEvent[] = [];
     let notices: NostrEvent[] = [];
-    let roots: Array<{ rootId: string; channelId: string }> = [];
+    let roots: Array<{ root: ThreadAnchor; channelId: string }> = [];
     const outcome = await this.writer.transaction(true, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(item.event.id)) return 'duplicate' as const;
@@ -212,7 +212,7 @@ export class IngestService {
     const { event } = item;
     const target = deletionTarget(event);
     if (!target.ok) return reject(target.reason);
-    let roots: Array<{ rootId: string; channelId: string }> = [];
+    let roots: Array<{ root: ThreadAnchor; channelId: string }> = [];
     const outcome = await this.writer.transaction(item.channelId !== null, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(event.id)) return 'duplicate' as const;
@@ -230,10 +230,11 @@ export class IngestService {
    * step 14): fan-out only, never stored. Read on the writer after the commit. Best effort: the
    * write is already durable, so a failed read costs the overlay, never the `OK`.
    */
-  private async publishThreadSummaries(communityId: string, roots: ReadonlyArray<{ rootId: string; channelId: string }>): Promise<void> {
-    for (const { rootId, channelId } of roots) {
+  private async publishThreadSummaries(communityId: string, roots: ReadonlyArray<{ root: ThreadAnchor; channelId: string }>): Promise<void> {
+    for (const { root, channelId } of roots) {
+      const rootId = root.id;
       try {
-        const s = await this.repo.threadSummary(this.writerDb(), communityId, rootId);
+        const s = await this.repo.threadSummary(this.writerDb(), communityId, root);
         if (!s) continue;
         const event = this.signer.sign({
           kind: KIND.THREAD_SUMMARY,
