@@ -174,6 +174,71 @@ export class ChannelRepository {
     await tx.updateTable('channels').set({ deleted_at: sql`now()` }).where('community_id', '=', communityId).where('id', '=', channelId).execute();
   }
 
+  /** Serialises invite creation per channel, so the open-invite bound holds under concurrency. */
+  async lockInvites(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`nip29-invites:${communityId}:${channelId}`}, 0))`.execute(tx);
+  }
+
+  /** Unspent, unexpired invite codes of a channel. */
+  async openInviteCount(tx: Kysely<DB>, communityId: string, channelId: string): Promise<number> {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from channel_invites
+       where community_id = ${communityId}::uuid and channel_id = ${channelId}::uuid and used_at is null and expires_at > now()`.execute(tx);
+    return rows[0].n;
+  }
+
+  /**
+   * Records the codes of one 9009; false (nothing recorded) when any code is already taken in the
+   * channel by a code that is still open. A spent or expired code may be minted again.
+   */
+  async createInvites(tx: Kysely<DB>, communityId: string, channelId: string, inv: { codes: readonly string[]; createdBy: string; eventId: string; expiresAtSecs: number }): Promise<boolean> {
+    const { rows } = await sql<{ code: string }>`
+      insert into channel_invites (community_id, channel_id, code, created_by, event_id, expires_at)
+      select ${communityId}::uuid, ${channelId}::uuid, c, ${inv.createdBy}, decode(${inv.eventId}, 'hex'), to_timestamp(${inv.expiresAtSecs})
+        from unnest(${inv.codes as string[]}::text[]) as c
+      on conflict (community_id, channel_id, code) do update
+         set created_by = excluded.created_by, event_id = excluded.event_id, created_at = now(),
+             expires_at = excluded.expires_at, used_by = null, used_at = null
+       where channel_invites.used_at is not null or channel_invites.expires_at <= now()
+      returning code`.execute(tx);
+    return rows.length === inv.codes.length;
+  }
+
+  /** Spends an open invite code for `pubkey`: true when the code admitted them (each code admits once). */
+  async spendInvite(tx: Kysely<DB>, communityId: string, channelId: string, code: string, pubkey: string): Promise<boolean> {
+    const res = await tx
+      .updateTable('channel_invites')
+      .set({ used_by: pubkey, used_at: sql`now()` })
+      .where('community_id', '=', communityId)
+      .where('channel_id', '=', channelId)
+      .where('code', '=', code)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /**
+   * NIP-29 9005: soft-deletes one event of the channel, or the versions of one addressable
+   * coordinate of the channel up to `until`. Returns the hex ids it deleted.
+   */
+  async softDeleteInChannel(
+    tx: Kysely<DB>,
+    communityId: string,
+    channelId: string,
+    target: { id: string } | { coordinate: { kind: number; pubkey: string; d: string }; until: number },
+  ): Promise<string[]> {
+    const match =
+      'id' in target
+        ? sql`id = decode(${target.id}, 'hex')`
+        : sql`pubkey = decode(${target.coordinate.pubkey}, 'hex') and kind = ${target.coordinate.kind} and d_tag = ${target.coordinate.d} and created_at <= to_timestamp(${target.until})`;
+    const { rows } = await sql<{ id: Buffer }>`
+      update events set deleted_at = now()
+       where community_id = ${communityId}::uuid and channel_id = ${channelId}::uuid and ${match} and deleted_at is null
+      returning id`.execute(tx);
+    return rows.map((r) => r.id.toString('hex'));
+  }
+
   /** What the NIP-29 metadata event (39000) publishes about a live channel. */
   async details(tx: Kysely<DB>, communityId: string, channelId: string): Promise<ChannelDetails | undefined> {
     const row = await tx

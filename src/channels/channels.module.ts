@@ -7,6 +7,7 @@ import { ChannelRepository } from './channel.repository.js';
 import { GroupCommandService } from './group-commands.service.js';
 import { GroupStateService } from './group-state.service.js';
 import { ReadAccessService } from './read-access.service.js';
+import { RelayAuthority } from './relay-authority.service.js';
 
 /**
  * Channels, membership and NIP-29 state. It also owns the relay's one signing key
@@ -20,8 +21,9 @@ import { ReadAccessService } from './read-access.service.js';
     GroupCommandService,
     GroupStateService,
     ReadAccessService,
+    RelayAuthority,
     { provide: RelaySigner, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RelaySigner(config.relayPrivateKey) },
   ],
-  exports: [ChannelRepository, ChannelAccessService, GroupCommandService, GroupStateService, ReadAccessService, RelaySigner],
+  exports: [RelayAuthority, ChannelRepository, ChannelAccessService, GroupCommandService, GroupStateService, ReadAccessService, RelaySigner],
 })
 export class ChannelsModule {}

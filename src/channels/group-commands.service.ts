@@ -1,13 +1,25 @@
 /**
  * NIP-29 management kinds, applied inside the transaction that stores the
  * command event, so the state change and its event commit together.
+ *
+ * Who may do what (docs/moderation.md, "NIP-29 groups"):
+ * - `admin` commands (9000 put-user, 9001 remove-user, 9002 edit-metadata, 9005 delete-event,
+ *   9009 create-invite): the channel's owners and admins, and anyone with relay-wide authority
+ *   ({@link RelayAuthority}: RELAY_OWNER_PUBKEY, RELAY_OPERATOR_PUBKEYS, NIP-43 owners/admins);
+ * - `owner` commands (9008 delete-group; granting, changing or removing an `owner` role through
+ *   9000/9001): the channel's owners and relay-wide authority;
+ * - anyone: 9007 create (the creator becomes its owner), 9021 join (open channels, or a private
+ *   one with an unspent invite code), 9022 leave.
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { ChannelMemberRole, ChannelVisibility, DB } from '../database/database.types.js';
+import { deletionTarget } from '../events/event-derivation.js';
+import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
 import { reject } from '../events/rejection.js';
 import { ChannelRepository } from './channel.repository.js';
+import { RelayAuthority } from './relay-authority.service.js';
 
 export const GROUP_KINDS = {
   PUT_USER: 9000,
@@ -16,26 +28,47 @@ export const GROUP_KINDS = {
   DELETE_EVENT: 9005,
   CREATE_GROUP: 9007,
   DELETE_GROUP: 9008,
+  CREATE_INVITE: 9009,
   JOIN: 9021,
   LEAVE: 9022,
 } as const;
 
-const ADMIN_ROLES: ReadonlySet<ChannelMemberRole> = new Set(['owner', 'admin']);
+
+const MEMBER_ROLES: ReadonlySet<string> = new Set<ChannelMemberRole>(['owner', 'admin', 'member', 'guest', 'bot']);
 const HEX64 = /^[0-9a-f]{64}$/;
+
+/** Invite bounds: codes per 9009, code length, unspent codes per channel, lifetime. */
+export const INVITE_LIMITS = {
+  codesPerEvent: 10,
+  codeMaxLength: 128,
+  openPerChannel: 100,
+  defaultTtlSecs: 7 * 24 * 3600,
+  maxTtlSecs: 30 * 24 * 3600,
+} as const;
+
+type Authority = 'admin' | 'owner';
 
 export interface GroupEffect {
   /** Pubkeys whose channel access changed (their cached access must be dropped). */
   readonly accessChanged: readonly string[] | 'everyone';
   /** Event ids soft-deleted by a 9005. */
   readonly deletedIds: readonly string[];
+  /** Who was added to / removed from a private channel: they get relay-signed 44100 / 44101. */
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
 }
+
+const NO_EFFECT: GroupEffect = { accessChanged: [], deletedIds: [], added: [], removed: [] };
 
 @Injectable()
 export class GroupCommandService {
-  constructor(private readonly channels: ChannelRepository) {}
+  constructor(
+    private readonly channels: ChannelRepository,
+    private readonly authority: RelayAuthority,
+  ) {}
 
   isGroupCommand(kind: number): boolean {
-    return (Object.values(GROUP_KINDS) as number[]).includes(kind);
+    return NIP29_COMMAND_KINDS.has(kind);
   }
 
   async apply(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
@@ -46,7 +79,7 @@ export class GroupCommandService {
         return this.join(tx, communityId, ev, channelId);
       case GROUP_KINDS.LEAVE:
         await this.channels.removeMember(tx, communityId, channelId, ev.pubkey);
-        return { accessChanged: [ev.pubkey], deletedIds: [] };
+        return { ...NO_EFFECT, accessChanged: [ev.pubkey] };
       case GROUP_KINDS.PUT_USER:
         return this.putUsers(tx, communityId, ev, channelId);
       case GROUP_KINDS.REMOVE_USER:
@@ -54,26 +87,33 @@ export class GroupCommandService {
       case GROUP_KINDS.EDIT_METADATA:
         return this.editMetadata(tx, communityId, ev, channelId);
       case GROUP_KINDS.DELETE_GROUP:
-        await this.requireRole(tx, communityId, channelId, ev.pubkey, new Set(['owner']));
+        await this.require(tx, communityId, channelId, ev.pubkey, 'owner');
         await this.channels.softDelete(tx, communityId, channelId);
-        return { accessChanged: 'everyone', deletedIds: [] };
+        return { ...NO_EFFECT, accessChanged: 'everyone' };
       case GROUP_KINDS.DELETE_EVENT:
         return this.deleteEvent(tx, communityId, ev, channelId);
+      case GROUP_KINDS.CREATE_INVITE:
+        return this.createInvite(tx, communityId, ev, channelId);
       default:
-        return { accessChanged: [], deletedIds: [] };
+        return NO_EFFECT;
     }
   }
 
+  /**
+   * 9007: `name` is optional (NIP-29 clients name the group afterwards with 9002); without one
+   * the channel is named after its id. Visibility from `["visibility", open|private]` or the
+   * NIP-29 tags (see {@link visibilityOf}); open when neither is given.
+   */
   private async create(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    const name = tagValue(ev, 'name')?.trim();
-    if (!name) reject('invalid: channel name is required');
-    const visibility = (tagValue(ev, 'visibility') ?? (ev.tags.some((t) => t[0] === 'private') ? 'private' : 'open')) as ChannelVisibility;
-    if (visibility !== 'open' && visibility !== 'private') reject('invalid: visibility must be open or private');
+    const nameTag = ev.tags.find((t) => t[0] === 'name');
+    const name = nameTag?.[1]?.trim();
+    if (nameTag && !name) reject('invalid: channel name must not be empty');
+    const visibility = visibilityOf(ev) ?? 'open';
     const channelType = tagValue(ev, 'channel_type') ?? 'stream';
     if (!['stream', 'forum', 'dm', 'workflow'].includes(channelType)) reject('invalid: unknown channel_type');
     const created = await this.channels.create(tx, communityId, {
       id: channelId,
-      name: name!,
+      name: name ?? channelId,
       about: tagValue(ev, 'about') ?? null,
       visibility,
       channelType: channelType as 'stream',
@@ -81,69 +121,141 @@ export class GroupCommandService {
     });
     if (!created) reject('duplicate: channel already exists');
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'owner');
-    return { accessChanged: visibility === 'open' ? 'everyone' : [ev.pubkey], deletedIds: [] };
+    return { ...NO_EFFECT, accessChanged: visibility === 'open' ? 'everyone' : [ev.pubkey] };
   }
 
+  /** 9021: open channels admit anyone; a private one only with an unspent, unexpired invite code (spent here). */
   private async join(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
     const ch = await this.channels.find(communityId, channelId, tx);
     if (!ch) reject('invalid: channel not found');
-    if (ch!.visibility === 'private') reject('restricted: channel is private');
+    if (await this.channels.memberRole(communityId, channelId, ev.pubkey, tx)) reject('duplicate: already a channel member');
+    if (ch!.visibility === 'private') {
+      const code = tagValue(ev, 'code');
+      if (code === undefined) reject('restricted: channel is private');
+      const spent = await this.channels.spendInvite(tx, communityId, channelId, code!, ev.pubkey);
+      if (!spent) reject('restricted: invite code is invalid, already used or expired');
+    }
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'member');
-    return { accessChanged: [ev.pubkey], deletedIds: [] };
+    return { ...NO_EFFECT, accessChanged: [ev.pubkey] };
   }
 
+  /** 9000: adds members or changes roles; only an owner (or relay authority) grants or changes an `owner`. */
   private async putUsers(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    await this.requireRole(tx, communityId, channelId, ev.pubkey, ADMIN_ROLES);
+    const granted = await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
     const targets = pTargets(ev);
+    for (const t of targets) if (!MEMBER_ROLES.has(t.role ?? 'member')) reject('invalid: unknown member role');
+    const added: string[] = [];
     for (const t of targets) {
       const role = (t.role ?? 'member') as ChannelMemberRole;
-      if (!['owner', 'admin', 'member', 'guest', 'bot'].includes(role)) reject('invalid: unknown member role');
+      const current = await this.channels.memberRole(communityId, channelId, t.pubkey, tx);
+      if ((role === 'owner' || current === 'owner') && granted !== 'owner') reject('restricted: channel owner role required');
+      if (current === undefined) added.push(t.pubkey);
       await this.channels.upsertMember(tx, communityId, channelId, t.pubkey, role);
     }
-    return { accessChanged: targets.map((t) => t.pubkey), deletedIds: [] };
+    const priv = (await this.channels.find(communityId, channelId, tx))?.visibility === 'private';
+    return { ...NO_EFFECT, accessChanged: targets.map((t) => t.pubkey), added: priv ? added : [] };
   }
 
+  /** 9001: removes members; removing an owner takes an owner (or relay authority). */
   private async removeUsers(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    await this.requireRole(tx, communityId, channelId, ev.pubkey, ADMIN_ROLES);
+    const granted = await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
     const targets = pTargets(ev);
-    for (const t of targets) await this.channels.removeMember(tx, communityId, channelId, t.pubkey);
-    return { accessChanged: targets.map((t) => t.pubkey), deletedIds: [] };
+    const removed: string[] = [];
+    for (const t of targets) {
+      const current = await this.channels.memberRole(communityId, channelId, t.pubkey, tx);
+      if (current === 'owner' && granted !== 'owner') reject('restricted: channel owner role required');
+      if (current !== undefined) removed.push(t.pubkey);
+      await this.channels.removeMember(tx, communityId, channelId, t.pubkey);
+    }
+    const priv = (await this.channels.find(communityId, channelId, tx))?.visibility === 'private';
+    return { ...NO_EFFECT, accessChanged: targets.map((t) => t.pubkey), removed: priv ? removed : [] };
   }
 
   private async editMetadata(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    await this.requireRole(tx, communityId, channelId, ev.pubkey, ADMIN_ROLES);
-    const visibility = tagValue(ev, 'visibility') as ChannelVisibility | undefined;
-    if (visibility !== undefined && visibility !== 'open' && visibility !== 'private') reject('invalid: visibility must be open or private');
+    await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
+    const visibility = visibilityOf(ev);
+    const name = tagValue(ev, 'name');
+    if (name !== undefined && !name.trim()) reject('invalid: channel name must not be empty');
     const archived = ev.tags.some((t) => t[0] === 'archived') ? true : ev.tags.some((t) => t[0] === 'unarchived') ? false : undefined;
-    await this.channels.updateMetadata(tx, communityId, channelId, { name: tagValue(ev, 'name'), about: tagValue(ev, 'about'), visibility, archived });
-    return { accessChanged: visibility ? 'everyone' : [], deletedIds: [] };
+    await this.channels.updateMetadata(tx, communityId, channelId, { name: name?.trim(), about: tagValue(ev, 'about'), visibility, archived });
+    return { ...NO_EFFECT, accessChanged: visibility ? 'everyone' : [] };
   }
 
+  /** 9005: exactly one target, an event (`e`) or an addressable coordinate (`a`) of this channel. */
   private async deleteEvent(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    const ids = ev.tags.filter((t) => t[0] === 'e' && HEX64.test(t[1] ?? '')).map((t) => t[1]);
-    if (ids.length !== 1) reject('invalid: delete-event needs exactly one e target');
-    await this.requireRole(tx, communityId, channelId, ev.pubkey, ADMIN_ROLES);
-    const res = await tx
-      .updateTable('events')
-      .set({ deleted_at: new Date() })
-      .where('community_id', '=', communityId)
-      .where('channel_id', '=', channelId)
-      .where('id', '=', Buffer.from(ids[0], 'hex'))
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-    return { accessChanged: [], deletedIds: Number(res.numUpdatedRows) > 0 ? ids : [] };
+    const target = deletionTarget(ev);
+    if (!target.ok) return reject(target.reason);
+    await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
+    const deletedIds = target.id
+      ? await this.channels.softDeleteInChannel(tx, communityId, channelId, { id: target.id })
+      : await this.channels.softDeleteInChannel(tx, communityId, channelId, { coordinate: target.coordinate!, until: ev.created_at });
+    return { ...NO_EFFECT, deletedIds };
   }
 
-  private async requireRole(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, roles: ReadonlySet<ChannelMemberRole>): Promise<void> {
+  /**
+   * 9009: 1–10 `code` tags, each 1–128 characters, single-use. They expire after 7 days, or at the
+   * event's NIP-40 `expiration` when that is sooner (at most 30 days ahead); a channel holds at
+   * most 100 unspent, unexpired codes.
+   */
+  private async createInvite(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
+    await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
+    const codes = ev.tags.filter((t) => t[0] === 'code').map((t) => t[1] ?? '');
+    if (codes.length === 0) reject('invalid: invite needs a code tag');
+    if (codes.length > INVITE_LIMITS.codesPerEvent) reject(`invalid: at most ${INVITE_LIMITS.codesPerEvent} code tags per invite`);
+    if (codes.some((c) => c.length === 0 || c.length > INVITE_LIMITS.codeMaxLength)) reject(`invalid: invite code must be 1 to ${INVITE_LIMITS.codeMaxLength} characters`);
+    if (new Set(codes).size !== codes.length) reject('invalid: duplicate invite code');
+    const now = Math.floor(Date.now() / 1000);
+    const expirationTag = tagValue(ev, 'expiration');
+    let expiresAt = now + INVITE_LIMITS.defaultTtlSecs;
+    if (expirationTag !== undefined) {
+      const at = /^\d{1,12}$/.test(expirationTag) ? Number(expirationTag) : NaN;
+      if (!(at > now)) reject('invalid: invite expiration must be a future unix time');
+      if (at > now + INVITE_LIMITS.maxTtlSecs) reject(`invalid: invite expiration at most ${INVITE_LIMITS.maxTtlSecs / 86400} days ahead`);
+      expiresAt = Math.min(expiresAt, at);
+    }
+    await this.channels.lockInvites(tx, communityId, channelId);
+    const open = await this.channels.openInviteCount(tx, communityId, channelId);
+    if (open + codes.length > INVITE_LIMITS.openPerChannel) reject(`restricted: a channel holds at most ${INVITE_LIMITS.openPerChannel} open invite codes`);
+    const fresh = await this.channels.createInvites(tx, communityId, channelId, { codes, createdBy: ev.pubkey, eventId: ev.id, expiresAtSecs: expiresAt });
+    if (!fresh) reject('invalid: invite code already exists in this channel');
+    return NO_EFFECT;
+  }
+
+  /**
+   * The sender's authority in the channel, at least `needed`: `owner` for a channel owner or relay
+   * authority, `admin` for a channel admin. Refuses otherwise.
+   */
+  private async require(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, needed: Authority): Promise<Authority> {
     const ch = await this.channels.find(communityId, channelId, tx);
     if (!ch) reject('invalid: channel not found');
     const role = await this.channels.memberRole(communityId, channelId, pubkey, tx);
-    if (!role || !roles.has(role)) reject('restricted: channel admin role required');
+    const granted: Authority | undefined = role === 'owner' || (await this.authority.holds(tx, communityId, pubkey)) ? 'owner' : role === 'admin' ? 'admin' : undefined;
+    if (granted === undefined || (needed === 'owner' && granted !== 'owner')) reject(needed === 'owner' ? 'restricted: channel owner role required' : 'restricted: channel admin role required');
+    return granted!;
   }
 }
 
 function tagValue(ev: NostrEvent, name: string): string | undefined {
   return ev.tags.find((t) => t[0] === name)?.[1];
+}
+
+/**
+ * The visibility a 9007/9002 asks for: the spec's `["visibility", open|private]` wins; otherwise
+ * NIP-29's bare tags, where `private` (members read) or `closed` (no joining) makes the channel
+ * private and `public` or `open` makes it open. A channel here is either both open and public or
+ * both private and closed, so a mixed pair (`public` + `closed`) resolves to the restrictive side.
+ * Undefined when the event names none.
+ */
+export function visibilityOf(ev: NostrEvent): ChannelVisibility | undefined {
+  const explicit = tagValue(ev, 'visibility');
+  if (explicit !== undefined) {
+    if (explicit !== 'open' && explicit !== 'private') reject('invalid: visibility must be open or private');
+    return explicit;
+  }
+  const has = (name: string) => ev.tags.some((t) => t[0] === name);
+  if (has('private') || has('closed')) return 'private';
+  if (has('public') || has('open')) return 'open';
+  return undefined;
 }
 
 function pTargets(ev: NostrEvent): Array<{ pubkey: string; role: string | undefined }> {

@@ -23,6 +23,7 @@ import { ChannelMemberRole, DB } from '../database/database.types.js';
 import { ChannelDetails, ChannelRepository } from './channel.repository.js';
 import { GROUP_KINDS } from './group-commands.service.js';
 
+export const MEMBERSHIP_NOTICE_KINDS = { ADDED: 44100, REMOVED: 44101 } as const;
 export const GROUP_STATE_KINDS = { METADATA: 39000, ADMINS: 39001, MEMBERS: 39002, ROLES: 39003 } as const;
 const ALL_STATE_KINDS = Object.values(GROUP_STATE_KINDS);
 
@@ -77,6 +78,17 @@ export class GroupStateService {
     const createdAt = Math.max(Math.floor(Date.now() / 1000), previous === undefined ? 0 : previous + 1);
     await this.channels.supersedeState(tx, communityId, channelId, this.signer.pubkey, kinds);
     return kinds.map((kind) => this.signer.sign({ kind, created_at: createdAt, content: '', tags: [['d', channelId], ['h', channelId], ...stateTags(kind, channel, members)] }));
+  }
+
+  /**
+   * Relay-signed 44100 (added) / 44101 (removed) notices for a private channel's membership
+   * changes (relay.md §1.3): `["p", member]` and `["h", channel]`. They are stored without a
+   * channel (a removed member must still read theirs) and are `#p`-gated: only the member named
+   * (and the relay key) can read them.
+   */
+  membershipNotices(channelId: string, added: readonly string[], removed: readonly string[]): NostrEvent[] {
+    const notice = (kind: number, pubkey: string) => this.signer.sign({ kind, content: '', tags: [['p', pubkey], ['h', channelId]] });
+    return [...added.map((pk) => notice(MEMBERSHIP_NOTICE_KINDS.ADDED, pk)), ...removed.map((pk) => notice(MEMBERSHIP_NOTICE_KINDS.REMOVED, pk))];
   }
 }
 

@@ -33,6 +33,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);
   });
 
+  it('ignores an invalid RELAY_OWNER_PUBKEY (flagged for a warning) but fails on an invalid operator key', () => {
+    const pk = 'AB'.repeat(32);
+    expect(loadConfig({ RELAY_OWNER_PUBKEY: pk })).toMatchObject({ relayOwnerPubkey: pk.toLowerCase(), relayOwnerPubkeyInvalid: false });
+    expect(loadConfig({ RELAY_OWNER_PUBKEY: 'npub1xyz' })).toMatchObject({ relayOwnerPubkey: undefined, relayOwnerPubkeyInvalid: true });
+    expect(loadConfig({ RELAY_OPERATOR_PUBKEYS: `${pk}, ${'cd'.repeat(32)}` }).relayOperatorPubkeys).toEqual([pk.toLowerCase(), 'cd'.repeat(32)]);
+    expect(problemsOf({ RELAY_OPERATOR_PUBKEYS: `${pk},nope` }).join()).toMatch(/RELAY_OPERATOR_PUBKEYS/);
+  });
+
   it('treats a blank READ_DATABASE_URL as unset', () => {
     expect(loadConfig({ READ_DATABASE_URL: '   ' }).database.readUrl).toBeUndefined();
   });

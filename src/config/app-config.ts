@@ -179,6 +179,14 @@ export interface AppConfig {
   /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
   readonly defaultCommunityHosts: readonly string[];
   readonly verifierThreads: number;
+  /**
+   * `RELAY_OWNER_PUBKEY` (64 hex): the relay's owner, who may run every NIP-29 admin command in
+   * every channel. Invalid values are ignored with a warning (`relayOwnerPubkeyInvalid`).
+   */
+  readonly relayOwnerPubkey: string | undefined;
+  readonly relayOwnerPubkeyInvalid: boolean;
+  /** `RELAY_OPERATOR_PUBKEYS` (comma-separated 64 hex): operators, with the owner's channel rights. */
+  readonly relayOperatorPubkeys: readonly string[];
   /** Hex secret key the relay signs overlays with; undefined = random per process. */
   readonly relayPrivateKey: string | undefined;
   /**
@@ -222,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   }
   const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
   const bind = parseBind(r);
+  const owner = r.lenientPubkey('RELAY_OWNER_PUBKEY');
   const config: AppConfig = {
     host: bind.host,
     port: bind.port,
@@ -286,6 +295,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
+    relayOwnerPubkey: owner.value,
+    relayOwnerPubkeyInvalid: owner.invalid,
+    relayOperatorPubkeys: r.pubkeyList('RELAY_OPERATOR_PUBKEYS'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
     corsOrigins: corsOrigins(r),

@@ -173,6 +173,19 @@ export interface ChannelMembersTable {
   removed_at: NullableTimestamp;
 }
 
+/** PK (community_id, channel_id, code): NIP-29 invite codes (kind 9009), each spent by one join. */
+export interface ChannelInvitesTable {
+  community_id: string;
+  channel_id: string;
+  code: string;
+  created_by: string;
+  event_id: Buffer;
+  created_at: TimestampDefaultNow;
+  expires_at: Date;
+  used_by: string | null;
+  used_at: Date | null;
+}
+
 /** PK (community_id, reaction_event_id); unique (community_id, target_event_id, actor_pubkey,
  * emoji) WHERE deleted_at IS NULL. */
 export interface ReactionsTable {
@@ -243,6 +256,7 @@ export interface DB {
   agent_owners: AgentOwnersTable;
   channels: ChannelsTable;
   channel_members: ChannelMembersTable;
+  channel_invites: ChannelInvitesTable;
   reactions: ReactionsTable;
   bans: BansTable;
   timeouts: TimeoutsTable;

@@ -3,19 +3,20 @@
  * references and its mentions. Pure functions; lookups happen in the caller.
  */
 import { NostrEvent } from '../common/nostr.types.js';
-import { GLOBAL_ONLY_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
+import { GLOBAL_ONLY_KINDS, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HEX64 = /^[0-9a-f]{64}$/;
 
 export type ChannelDerivation =
-  | { ok: true; channelId: string | null; fromTarget: string | undefined }
+  | { ok: true; channelId: string | null; fromTarget: string | undefined; fromCoordinate?: { kind: number; pubkey: string; d: string } }
   | { ok: false; reason: string };
 
 /**
- * Reactions and deletions take the channel of their target (`fromTarget` names
- * it for the caller to look up); global-only kinds have none; the rest use the
- * first `h` tag that is a UUID.
+ * Reactions and deletions take the channel of their target (`fromTarget` or
+ * `fromCoordinate` names it for the caller to look up); global-only kinds have
+ * none; NIP-29 commands use their (first) `h` tag, which must be a UUID; the
+ * rest use the first `h` tag that is a UUID.
  */
 export function deriveChannel(event: NostrEvent): ChannelDerivation {
   if (event.kind === 7) {
@@ -24,10 +25,18 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
     return { ok: true, channelId: null, fromTarget: target };
   }
   if (event.kind === 5) {
-    const target = event.tags.find((t) => t[0] === 'e' && HEX64.test(t[1] ?? ''))?.[1];
-    return { ok: true, channelId: null, fromTarget: target };
+    const target = deletionTarget(event);
+    if (!target.ok) return target;
+    return { ok: true, channelId: null, fromTarget: target.id, fromCoordinate: target.coordinate };
   }
   if (GLOBAL_ONLY_KINDS.has(event.kind)) return { ok: true, channelId: null, fromTarget: undefined };
+  if (NIP29_COMMAND_KINDS.has(event.kind)) {
+    // A NIP-29 client's group id must name a channel here: never stored as a global event.
+    const h = event.tags.find((t) => t[0] === 'h');
+    if (!h) return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
+    if (!UUID.test(h[1] ?? '')) return { ok: false, reason: 'invalid: group id (h tag) must be a UUID' };
+    return { ok: true, channelId: h[1].toLowerCase(), fromTarget: undefined };
+  }
   const h = event.tags.find((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))?.[1]?.toLowerCase() ?? null;
   if (!h && REQUIRES_CHANNEL_KINDS.has(event.kind)) {
     return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
@@ -65,3 +74,20 @@ export function lastHexTag(event: NostrEvent, name: string): string | undefined 
   }
   return undefined;
 }
+
+export type DeletionTarget =
+  | { ok: true; id: string; coordinate?: undefined }
+  | { ok: true; id?: undefined; coordinate: { kind: number; pubkey: string; d: string } }
+  | { ok: false; reason: string };
+
+/** Kind 5 and 9005 (relay.md §1.3, §5.2 step 12): exactly one `e` or `a` tag, well formed. */
+export function deletionTarget(ev: NostrEvent): DeletionTarget {
+  const targets = ev.tags.filter((t) => t[0] === 'e' || t[0] === 'a');
+  if (targets.length !== 1) return { ok: false, reason: `invalid: deletion must have exactly one e or a target (got ${targets.length})` };
+  const [name, value] = targets[0];
+  if (name === 'e') return HEX64.test(value ?? '') ? { ok: true, id: value } : { ok: false, reason: 'invalid: deletion e tag must be a 64-hex event id' };
+  const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
+  if (!m) return { ok: false, reason: 'invalid: deletion a tag must be <kind>:<pubkey>:<d>' };
+  return { ok: true, coordinate: { kind: Number(m[1]), pubkey: m[2], d: m[3] } };
+}
+

@@ -188,19 +188,86 @@ export class EventWriteRepository {
          and deleted_at is null and d_tag is not distinct from ${dTag} and id <> decode(${keepIdHex}, 'hex')`.execute(tx);
   }
 
-  /** NIP-09: soft-deletes the author's own events by id. Returns how many were deleted. */
-  async softDeleteByIds(tx: Tx, communityId: string, authorHex: string, idsHex: readonly string[]): Promise<number> {
-    if (idsHex.length === 0) return 0;
-    const res = await sql`
+  /** NIP-09: soft-deletes the author's own events by id. Returns the hex ids it deleted. */
+  async softDeleteByIds(tx: Tx, communityId: string, authorHex: string, idsHex: readonly string[]): Promise<string[]> {
+    if (idsHex.length === 0) return [];
+    const { rows } = await sql<{ id: Buffer }>`
       update events set deleted_at = now()
        where community_id = ${communityId}::uuid and id = any(${idsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])
-         and pubkey = decode(${authorHex}, 'hex') and deleted_at is null and kind <> 5`.execute(tx);
+         and pubkey = decode(${authorHex}, 'hex') and deleted_at is null and kind <> 5
+      returning id`.execute(tx);
     // A deleted reaction frees its (actor, target, emoji) slot.
     await sql`
       update reactions set deleted_at = now()
        where community_id = ${communityId}::uuid and actor_pubkey = ${authorHex} and deleted_at is null
          and reaction_event_id = any(${idsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])`.execute(tx);
-    return Number(res.numAffectedRows ?? 0);
+    return rows.map((r) => r.id.toString('hex'));
+  }
+
+  /**
+   * The thread counters of replies that were just deleted (thread_metadata's invariant): each
+   * lowers its parent's `reply_count` and its root's `descendant_count` by one. Call it once per
+   * deletion, with the ids that deletion removed. Returns the roots whose counts changed.
+   */
+  async unthread(tx: Tx, communityId: string, deletedIdsHex: readonly string[]): Promise<Array<{ root: ThreadAnchor; channelId: string }>> {
+    if (deletedIdsHex.length === 0) return [];
+    const { rows } = await sql<{ parent_id: Buffer; parent_at: Date; root_id: Buffer; root_at: Date; channel_id: string }>`
+      select t.parent_event_id as parent_id, t.parent_event_created_at as parent_at,
+             t.root_event_id as root_id, t.root_event_created_at as root_at, t.channel_id
+        from events e
+        join thread_metadata t on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
+       where e.community_id = ${communityId}::uuid and e.id = any(${deletedIdsHex.map((h) => Buffer.from(h, 'hex'))}::bytea[])
+         and t.parent_event_id is not null and t.root_event_id is not null`.execute(tx);
+    if (rows.length === 0) return [];
+    // Two statements: a parent that is also the root must see both decrements.
+    await sql`
+      update thread_metadata t set reply_count = greatest(t.reply_count - u.n, 0)
+        from (select p.id, p.at, count(*)::int as n
+                from unnest(${rows.map((r) => r.parent_id)}::bytea[], ${rows.map((r) => r.parent_at)}::timestamptz[]) as p(id, at)
+               group by p.id, p.at) u
+       where t.community_id = ${communityId}::uuid and t.event_created_at = u.at and t.event_id = u.id`.execute(tx);
+    await sql`
+      update thread_metadata t set descendant_count = greatest(t.descendant_count - u.n, 0)
+        from (select r.id, r.at, count(*)::int as n
+                from unnest(${rows.map((r) => r.root_id)}::bytea[], ${rows.map((r) => r.root_at)}::timestamptz[]) as r(id, at)
+               group by r.id, r.at) u
+       where t.community_id = ${communityId}::uuid and t.event_created_at = u.at and t.event_id = u.id`.execute(tx);
+    const roots = new Map(rows.map((r) => [r.root_id.toString('hex'), { root: { id: r.root_id.toString('hex'), createdAt: Math.floor(r.root_at.getTime() / 1000) }, channelId: r.channel_id }]));
+    return [...roots.values()];
+  }
+
+  /**
+   * A root's thread summary as the bridge's 39005 carries it (counts, last reply, the 10 latest
+   * repliers), read after the commit that changed it; undefined when the root has no thread row.
+   * A primary-key probe of the root, and the repliers from its newest 500 replies only (walked
+   * backwards on idx_thread_metadata_root_created), so a reply to a long thread costs the same as
+   * one to a short thread; that list is exact unless those 500 hold fewer than 10 authors.
+   */
+  async threadSummary(db: Tx, communityId: string, root: ThreadAnchor): Promise<{ replyCount: number; descendantCount: number; lastReplyAt: number | null; participants: string[] } | undefined> {
+    const { rows } = await sql<{ reply_count: number; descendant_count: number; last_reply_at: string | null; participants: string[] | null }>`
+      select t.reply_count, t.descendant_count, extract(epoch from t.last_reply_at)::bigint as last_reply_at,
+             (select array_agg(p.pk order by p.latest desc) from (
+                select encode(r.pubkey, 'hex') as pk, max(r.created_at) as latest
+                  from (select d.event_created_at, d.event_id from thread_metadata d
+                         where d.community_id = t.community_id and d.root_event_id = t.event_id
+                         order by d.event_created_at desc, d.event_id desc limit 500) recent
+                  join events r on r.community_id = t.community_id and r.created_at = recent.event_created_at and r.id = recent.event_id
+                 where r.deleted_at is null
+                 group by r.pubkey order by latest desc limit 10) p) as participants
+        from thread_metadata t
+       where t.community_id = ${communityId}::uuid and t.event_created_at = to_timestamp(${root.createdAt}) and t.event_id = decode(${root.id}, 'hex')`.execute(db);
+    const r = rows[0];
+    return r && { replyCount: r.reply_count, descendantCount: r.descendant_count, lastReplyAt: r.last_reply_at === null ? null : Number(r.last_reply_at), participants: r.participants ?? [] };
+  }
+
+  /** The channel of the newest live version of an addressable coordinate: undefined when none. */
+  async findCoordinateChannel(tx: Tx, communityId: string, c: { kind: number; pubkey: string; d: string }): Promise<string | null | undefined> {
+    const { rows } = await sql<{ channel_id: string | null }>`
+      select channel_id from events
+       where community_id = ${communityId}::uuid and pubkey = decode(${c.pubkey}, 'hex') and kind = ${c.kind}
+         and d_tag = ${c.d} and deleted_at is null
+       order by created_at desc limit 1`.execute(tx);
+    return rows.length === 0 ? undefined : rows[0].channel_id;
   }
 
   /** NIP-09 `a` target: versions of the author's coordinate up to the deletion's time. */

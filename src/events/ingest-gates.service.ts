@@ -13,8 +13,15 @@ import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
 
-/** Kinds whose own validators decide channel access. */
+/**
+ * Kinds whose own validators decide channel access (§5.2 step 10). Beyond the spec's list,
+ * 9000/9001/9009: their validator demands a channel admin or relay-wide authority, which is
+ * stricter than membership and lets the relay owner manage a private channel it is not in.
+ */
 const SELF_VALIDATING_KINDS = new Set<number>([
+  GROUP_KINDS.PUT_USER,
+  GROUP_KINDS.REMOVE_USER,
+  GROUP_KINDS.CREATE_INVITE,
   GROUP_KINDS.JOIN,
   GROUP_KINDS.CREATE_GROUP,
   40003,

@@ -6,18 +6,19 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
+import { deletionTarget, deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
 import { EventBus } from './event-bus.js';
 import { checkEventLimits, checkStorableText, parseEvent } from './event-validation.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
-import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, RELAY_ONLY_KINDS } from './kinds.js';
+import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, MEMBERSHIP_NOTIFICATION_KINDS, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
-import { StoredEventInput, ThreadPlacement } from './stored-event.js';
+import { StoredEventInput, ThreadAnchor, ThreadPlacement } from './stored-event.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GroupCommandService, GroupEffect } from '../channels/group-commands.service.js';
 import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
+import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { reject, Rejection } from './rejection.js';
 
@@ -51,6 +52,7 @@ export class IngestService {
     private readonly access: ChannelAccessService,
     private readonly groupState: GroupStateService,
     private readonly presence: PresenceService,
+    private readonly signer: RelaySigner,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -98,11 +100,14 @@ export class IngestService {
     if (outcome === 'duplicate') return { accepted: true, message: 'duplicate:', eventId: event.id };
     this.metrics.eventsStored.inc();
     this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
+    // §5.2 step 14: a new reply's root gets a live 39005 summary (fan-out only, never stored).
+    if (item.thread?.root && item.channelId) await this.publishThreadSummaries(ctx.communityId, [{ root: item.thread.root, channelId: item.channelId }]);
     return { accepted: true, message: '', eventId: event.id };
   }
 
   private earlyKindGate(event: NostrEvent, transport: IngestContext['transport']): void {
     if (event.kind === 22242) reject('invalid: AUTH events cannot be submitted');
+    if (MEMBERSHIP_NOTIFICATION_KINDS.has(event.kind)) reject('invalid: membership notifications are relay-signed only');
     if (RELAY_ONLY_KINDS.has(event.kind)) reject('restricted: relay-only kind');
     if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
   }
@@ -115,6 +120,7 @@ export class IngestService {
       if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
       return { channelId: target ?? null };
     }
+    if (derived.fromCoordinate) return { channelId: (await this.repo.findCoordinateChannel(this.writerDb(), communityId, derived.fromCoordinate)) ?? null };
     return derived;
   }
 
@@ -145,6 +151,8 @@ export class IngestService {
   private async storeGroupCommand(communityId: string, item: StoredEventInput, channelId: string): Promise<'stored' | 'duplicate'> {
     let effect: GroupEffect | undefined;
     let state: NostrEvent[] = [];
+    let notices: NostrEvent[] = [];
+    let roots: Array<{ root: ThreadAnchor; channelId: string }> = [];
     const outcome = await this.writer.transaction(true, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(item.event.id)) return 'duplicate' as const;
@@ -152,11 +160,17 @@ export class IngestService {
       // Relay-signed NIP-29 state (39000–39003) replaces its previous versions in this transaction.
       state = await this.groupState.refresh(tx, communityId, item.event.kind, channelId);
       await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: channelId, thread: null, mentions: [] })));
+      // 44100/44101 for a private channel's adds and removals, stored globally and #p-gated.
+      notices = this.groupState.membershipNotices(channelId, effect.added, effect.removed);
+      await this.writer.insertIn(tx, communityId, notices.map((event) => ({ event, channelId: null, dTag: null, thread: null, mentions: mentionsOf(event) })));
+      roots = await this.repo.unthread(tx, communityId, effect.deletedIds);
       return 'stored' as const;
     });
     if (effect?.accessChanged === 'everyone') this.access.invalidate(communityId);
     else for (const pk of effect?.accessChanged ?? []) this.access.invalidate(communityId, pk);
     for (const event of state) this.bus.publish({ communityId, event, channelId });
+    for (const event of notices) this.bus.publish({ communityId, event, channelId: null });
+    await this.publishThreadSummaries(communityId, roots);
     return outcome;
   }
 
@@ -190,22 +204,52 @@ export class IngestService {
     });
   }
 
-  /** NIP-09: stores the deletion and soft-deletes the author's own targets. */
-  private storeDeletion(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
+  /**
+   * NIP-09 with exactly one target (relay.md §1.3): stores the deletion and soft-deletes the
+   * author's own target; a deleted reply lowers its thread's counts in the same transaction.
+   */
+  private async storeDeletion(communityId: string, item: StoredEventInput): Promise<'stored' | 'duplicate'> {
     const { event } = item;
-    const ids = event.tags.filter((t) => t[0] === 'e' && /^[0-9a-f]{64}$/.test(t[1] ?? '')).map((t) => t[1]);
-    const coords = event.tags.filter((t) => t[0] === 'a').map((t) => parseCoordinate(t[1]));
-    if (ids.length + coords.length === 0) reject('invalid: deletion must reference a target via e or a tag');
-    if (coords.some((c) => c === undefined)) reject('invalid: malformed a tag in deletion');
-    return this.writer.transaction(item.channelId !== null, async (tx) => {
+    const target = deletionTarget(event);
+    if (!target.ok) return reject(target.reason);
+    let roots: Array<{ root: ThreadAnchor; channelId: string }> = [];
+    const outcome = await this.writer.transaction(item.channelId !== null, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
-      if (!inserted.has(event.id)) return 'duplicate';
-      await this.repo.softDeleteByIds(tx, communityId, event.pubkey, ids);
-      for (const c of coords) {
-        if (c && c.pubkey === event.pubkey) await this.repo.softDeleteCoordinate(tx, communityId, c.pubkey, c.kind, c.d, event.created_at);
-      }
-      return 'stored';
+      if (!inserted.has(event.id)) return 'duplicate' as const;
+      if (target.id) roots = await this.repo.unthread(tx, communityId, await this.repo.softDeleteByIds(tx, communityId, event.pubkey, [target.id]));
+      const c = target.coordinate;
+      if (c && c.pubkey === event.pubkey) await this.repo.softDeleteCoordinate(tx, communityId, c.pubkey, c.kind, c.d, event.created_at);
+      return 'stored' as const;
     });
+    await this.publishThreadSummaries(communityId, roots);
+    return outcome;
+  }
+
+  /**
+   * Live relay-signed 39005 summaries of thread roots whose counts just changed (relay.md §5.2
+   * step 14): fan-out only, never stored. Read on the writer after the commit. Best effort: the
+   * write is already durable, so a failed read costs the overlay, never the `OK`.
+   */
+  private async publishThreadSummaries(communityId: string, roots: ReadonlyArray<{ root: ThreadAnchor; channelId: string }>): Promise<void> {
+    for (const { root, channelId } of roots) {
+      const rootId = root.id;
+      try {
+        const s = await this.repo.threadSummary(this.writerDb(), communityId, root);
+        if (!s) continue;
+        const event = this.signer.sign({
+          kind: KIND.THREAD_SUMMARY,
+          tags: [
+            ['e', rootId],
+            ['d', rootId],
+            ['h', channelId],
+          ],
+          content: JSON.stringify({ reply_count: s.replyCount, descendant_count: s.descendantCount, last_reply_at: s.lastReplyAt, participants: s.participants }),
+        });
+        this.bus.publish({ communityId, event, channelId });
+      } catch {
+        // The overlay is advisory; the bridge recomputes it on the next read.
+      }
+    }
   }
 
   private rejected(ctx: IngestContext, eventId: string | undefined, message: string): IngestResult {
@@ -222,11 +266,6 @@ export class IngestService {
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
   const at = Number(current.created_at);
   return at > event.created_at || (at === event.created_at && current.id.toString('hex') < event.id);
-}
-
-function parseCoordinate(value: string | undefined): { kind: number; pubkey: string; d: string } | undefined {
-  const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
-  return m ? { kind: Number(m[1]), pubkey: m[2], d: m[3] } : undefined;
 }
 
 function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error' {

@@ -214,6 +214,23 @@ export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
   KIND.PRESENCE_SNAPSHOT,
 ]);
 
+/**
+ * The NIP-29 commands a client sends (9000–9009 as far as NIP-29 defines them, 9021 join, 9022
+ * leave). Each names its group by an `h` tag that must be a channel UUID: `invalid: group id (h
+ * tag) must be a UUID` otherwise, never a global event.
+ */
+export const NIP29_COMMAND_KINDS: ReadonlySet<number> = new Set([
+  KIND.NIP29_PUT_USER,
+  KIND.NIP29_REMOVE_USER,
+  KIND.NIP29_EDIT_METADATA,
+  KIND.NIP29_DELETE_EVENT,
+  KIND.NIP29_CREATE_GROUP,
+  KIND.NIP29_DELETE_GROUP,
+  KIND.NIP29_CREATE_INVITE,
+  KIND.NIP29_JOIN_REQUEST,
+  KIND.NIP29_LEAVE_REQUEST,
+]);
+
 /** 44100/44101: `invalid: membership notifications are relay-signed only` (§5.2 step 1). */
 export const MEMBERSHIP_NOTIFICATION_KINDS: ReadonlySet<number> = new Set([
   KIND.MEMBER_ADDED_NOTIFICATION,

@@ -81,7 +81,7 @@ describe('channels and membership', () => {
     const globalRead = await b.req('p2', { ids: [secret.id] });
     expect(globalRead.events).toEqual([]);
     expect(await b.publish(bob.sign({ kind: 9021, tags: [['h', privateChannel]] }))).toEqual([false, 'restricted: channel is private']);
-    expect(await b.publish(bob.sign({ kind: 9000, tags: [['h', privateChannel], ['p', bob.pubkey]] }))).toEqual([false, 'restricted: not a channel member']);
+    expect(await b.publish(bob.sign({ kind: 9000, tags: [['h', privateChannel], ['p', bob.pubkey]] }))).toEqual([false, 'restricted: channel admin role required']);
 
     expect(await a.publish(alice.sign({ kind: 9000, tags: [['h', privateChannel], ['p', bob.pubkey]] }))).toEqual([true, '']);
     const after = await b.req('p3', { '#h': [privateChannel] });

@@ -177,8 +177,11 @@ describe('replaceable, addressable and deletion', () => {
     const bc = await RawClient.authed(relay.wsUrl, bob);
     const bobs = bob.sign({ kind: 1, content: 'bob stays' });
     expect((await bc.publish(bobs))[0]).toBe(true);
-    const del = alice.sign({ kind: 5, tags: [['e', target.id], ['e', bobs.id]] });
-    expect(await c.publish(del)).toEqual([true, '']);
+    // One target per deletion (relay.md §1.3): two are refused, then each is deleted on its own.
+    const both = alice.sign({ kind: 5, tags: [['e', target.id], ['e', bobs.id]] });
+    expect(await c.publish(both)).toEqual([false, 'invalid: deletion must have exactly one e or a target (got 2)']);
+    expect(await c.publish(alice.sign({ kind: 5, tags: [['e', target.id]] }))).toEqual([true, '']);
+    expect(await c.publish(alice.sign({ kind: 5, tags: [['e', bobs.id]] }))).toEqual([true, '']);
     const { events } = await c.req('after-delete', { ids: [target.id, bobs.id] });
     expect(events.map((e) => e.id)).toEqual([bobs.id]);
     const { rows } = await writer.query('select deleted_at is not null as deleted from events where id = $1', [Buffer.from(target.id, 'hex')]);
