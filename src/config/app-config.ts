@@ -174,6 +174,21 @@ export interface AppConfig {
    * the client (issue 17).
    */
   readonly authVerifyTimeoutMs: number;
+  /**
+   * `RELAY_OWNER_PUBKEY` (64 hex, unset by default): the deployment's owner. It holds the owner
+   * role in every community (bootstrapped into `relay_members` at start and by `create-community`)
+   * and may run every relay-admin and moderation command. An invalid value is warned about and
+   * ignored (relay.md §7).
+   */
+  readonly relayOwnerPubkey: string | undefined;
+  /**
+   * `RELAY_OPERATOR_PUBKEYS` (comma-separated 64-hex pubkeys, empty by default): the deployment's
+   * operators, with the owner's authority over relay membership and moderation in every
+   * community. An invalid entry stops start-up (relay.md §7).
+   */
+  readonly relayOperatorPubkeys: readonly string[];
+  /** Problems that do not stop start-up (an ignored RELAY_OWNER_PUBKEY); logged once at start. */
+  readonly warnings: readonly string[];
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -263,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
+    ...relayAuthorities(r),
   };
   r.throwIfInvalid();
   return deepFreeze(config);
@@ -290,6 +306,21 @@ function httpTimeouts(r: EnvReader): HttpTimeouts {
     idleTimeoutMs: r.int('BUZZ_HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
     keepAliveTimeoutMs: r.int('BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
   };
+}
+
+const PUBKEY_HEX = /^[0-9a-f]{64}$/;
+
+/** The owner (warned about and ignored when invalid) and the operators (fail hard when invalid). */
+function relayAuthorities(r: EnvReader): Pick<AppConfig, 'relayOwnerPubkey' | 'relayOperatorPubkeys' | 'warnings'> {
+  const warnings: string[] = [];
+  const rawOwner = r.string('RELAY_OWNER_PUBKEY', '').trim().toLowerCase();
+  let relayOwnerPubkey: string | undefined;
+  if (PUBKEY_HEX.test(rawOwner)) relayOwnerPubkey = rawOwner;
+  else if (rawOwner !== '') warnings.push('RELAY_OWNER_PUBKEY is not a 64-hex pubkey; ignored (no configured relay owner)');
+  const relayOperatorPubkeys = r.list('RELAY_OPERATOR_PUBKEYS', []);
+  const bad = relayOperatorPubkeys.filter((pk) => !PUBKEY_HEX.test(pk));
+  if (bad.length > 0) r.fail('RELAY_OPERATOR_PUBKEYS', `must be comma-separated 64-hex pubkeys; ${bad.length} entr${bad.length === 1 ? 'y is' : 'ies are'} not`);
+  return { relayOwnerPubkey, relayOperatorPubkeys: [...new Set(relayOperatorPubkeys)], warnings };
 }
 
 /** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */
