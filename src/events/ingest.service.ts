@@ -20,6 +20,8 @@ import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { reject, Rejection } from './rejection.js';
+import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
+import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
 
 export interface IngestResult {
   readonly accepted: boolean;
@@ -51,6 +53,8 @@ export class IngestService {
     private readonly access: ChannelAccessService,
     private readonly groupState: GroupStateService,
     private readonly presence: PresenceService,
+    private readonly relayAdmin: RelayAdminCommands,
+    private readonly moderationCommands: ModerationCommands,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -77,6 +81,10 @@ export class IngestService {
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
     if (!limits.ok) reject(limits.reason);
     if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject('restricted: unknown event kind');
+    // Executed, never stored, and before the moderation gate (§5.2 steps 7 and 11): a timed-out
+    // moderator can still lift a timeout; the commands check a ban themselves.
+    if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
+    if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
     await this.gates.moderationGate(ctx.communityId, event.pubkey);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
@@ -99,6 +107,10 @@ export class IngestService {
     this.metrics.eventsStored.inc();
     this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
     return { accepted: true, message: '', eventId: event.id };
+  }
+
+  private executed(event: NostrEvent, message: string): IngestResult {
+    return { accepted: true, message, eventId: event.id };
   }
 
   private earlyKindGate(event: NostrEvent, transport: IngestContext['transport']): void {
