@@ -120,7 +120,7 @@ describe('revocation across pods', () => {
     expect(r2).toMatchObject({ code: 0, stdout: `${banned.id.pubkey} banned from localhost\n` });
     expect(await banned.client.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
     expect(await bannedOnA.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
-  });
+  }, 180_000);
 
   it('a removal from a private channel on pod A ends the member’s channel subscription on pod B', async () => {
     const o = await connect(podA, owner);
