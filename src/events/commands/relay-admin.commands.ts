@@ -153,8 +153,8 @@ export class RelayAdminCommands {
 
   /**
    * One transaction: the change and, when something changed, its NIP-43 events. After commit the
-   * events go to live subscribers, and a removal on a relay that enforces membership revokes the
-   * removed key's open sockets on every pod.
+   * events go to live subscribers, and a removal is announced so that pods enforcing membership
+   * revoke the removed key's open sockets.
    */
   private async run(communityId: string, change: (tx: Kysely<DB>) => Promise<Change>): Promise<string> {
     let published: NostrEvent[] = [];
@@ -164,8 +164,9 @@ export class RelayAdminCommands {
       return c;
     });
     for (const event of published) this.bus.publish({ communityId, event, channelId: null });
-    if (result.delta?.kind === KIND.NIP43_MEMBER_REMOVED && this.config.requireRelayMembership) {
-      this.logger.log({ communityId, pubkey: result.delta.pubkey }, 'relay member removed; revoking open sockets');
+    // Announced whatever this process's setting: the pods that enforce membership act on it (the CLI has no sockets).
+    if (result.delta?.kind === KIND.NIP43_MEMBER_REMOVED) {
+      this.logger.log({ communityId, pubkey: result.delta.pubkey }, 'relay member removed');
       const revocation = { communityId, pubkey: result.delta.pubkey, reason: 'not_relay_member' as const };
       // After the OK of the command that caused it has been queued (the leaver's own socket closes too).
       setImmediate(() => this.revocations.announce(revocation));
