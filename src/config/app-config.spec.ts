@@ -110,4 +110,23 @@ describe('loadConfig', () => {
       },
     );
   });
+
+  describe('relay owner and operators', () => {
+    const A = 'a'.repeat(64);
+    const B = 'B'.repeat(64);
+
+    it('takes a 64-hex owner (lowercased) and warns about, then ignores, anything else', () => {
+      expect(loadConfig({ RELAY_OWNER_PUBKEY: A.toUpperCase() })).toMatchObject({ relayOwnerPubkey: A, warnings: [] });
+      const bad = loadConfig({ RELAY_OWNER_PUBKEY: 'npub1xyz' });
+      expect(bad.relayOwnerPubkey).toBeUndefined();
+      expect(bad.warnings).toEqual(['RELAY_OWNER_PUBKEY is not a 64-hex pubkey; ignored (no configured relay owner)']);
+      expect(loadConfig({}).relayOwnerPubkey).toBeUndefined();
+    });
+
+    it('takes a list of operators and stops start-up on an invalid entry', () => {
+      expect(loadConfig({ RELAY_OPERATOR_PUBKEYS: `${A}, ${B},${A}` }).relayOperatorPubkeys).toEqual([A, B.toLowerCase()]);
+      expect(loadConfig({}).relayOperatorPubkeys).toEqual([]);
+      expect(problemsOf({ RELAY_OPERATOR_PUBKEYS: `${A},not-a-key` })[0]).toContain('RELAY_OPERATOR_PUBKEYS must be comma-separated 64-hex pubkeys; 1 entry is not');
+    });
+  });
 });
