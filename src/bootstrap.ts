@@ -14,6 +14,7 @@ import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
 import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
+import { RelayMembershipRepository } from './moderation/relay-membership.repository.js';
 import { CommunityRepository } from './tenancy/community.repository.js';
 import { TenancyService } from './tenancy/tenancy.service.js';
 
@@ -68,10 +69,20 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
   }
+  await bootstrapOwner(app, config);
   warnAboutXPubkey(app.get(Logger), config);
   const metricsUrl = await app.get(MetricsListener).listen();
   await app.listen(config.port, config.host);
   return { app, metricsUrl };
+}
+
+/** RELAY_OWNER_PUBKEY holds the owner row of every community, so a closed relay admits its owner. */
+async function bootstrapOwner(app: NestFastifyApplication, config: AppConfig): Promise<void> {
+  const logger = app.get(Logger);
+  for (const warning of config.warnings) logger.warn(warning);
+  if (config.relayOwnerPubkey === undefined) return;
+  const changed = await app.get(RelayMembershipRepository).ensureOwnerEverywhere(config.relayOwnerPubkey);
+  if (changed.length > 0) logger.log(`RELAY_OWNER_PUBKEY made owner of ${changed.length} communit${changed.length === 1 ? 'y' : 'ies'}`);
 }
 
 function warnAboutXPubkey(logger: Logger, config: AppConfig): void {

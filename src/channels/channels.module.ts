@@ -7,7 +7,7 @@ import { ChannelRepository } from './channel.repository.js';
 import { GroupCommandService } from './group-commands.service.js';
 import { GroupStateService } from './group-state.service.js';
 import { ReadAccessService } from './read-access.service.js';
-import { RelayAuthority } from './relay-authority.service.js';
+import { ModerationModule } from '../moderation/moderation.module.js';
 
 /**
  * Channels, membership and NIP-29 state. It also owns the relay's one signing key
@@ -15,15 +15,15 @@ import { RelayAuthority } from './relay-authority.service.js';
  * bridge's overlays are signed by the same key.
  */
 @Module({
+  imports: [ModerationModule],
   providers: [
     ChannelRepository,
     ChannelAccessService,
     GroupCommandService,
     GroupStateService,
     ReadAccessService,
-    RelayAuthority,
     { provide: RelaySigner, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RelaySigner(config.relayPrivateKey) },
   ],
-  exports: [RelayAuthority, ChannelRepository, ChannelAccessService, GroupCommandService, GroupStateService, ReadAccessService, RelaySigner],
+  exports: [ChannelRepository, ChannelAccessService, GroupCommandService, GroupStateService, ReadAccessService, RelaySigner],
 })
 export class ChannelsModule {}

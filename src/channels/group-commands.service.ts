@@ -19,7 +19,7 @@ import { deletionTarget } from '../events/event-derivation.js';
 import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
 import { reject } from '../events/rejection.js';
 import { ChannelRepository } from './channel.repository.js';
-import { RelayAuthority } from './relay-authority.service.js';
+import { RelayAuthority } from '../moderation/relay-authority.service.js';
 
 export const GROUP_KINDS = {
   PUT_USER: 9000,

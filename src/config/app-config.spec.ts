@@ -33,14 +33,6 @@ describe('loadConfig', () => {
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);
   });
 
-  it('ignores an invalid RELAY_OWNER_PUBKEY (flagged for a warning) but fails on an invalid operator key', () => {
-    const pk = 'AB'.repeat(32);
-    expect(loadConfig({ RELAY_OWNER_PUBKEY: pk })).toMatchObject({ relayOwnerPubkey: pk.toLowerCase(), relayOwnerPubkeyInvalid: false });
-    expect(loadConfig({ RELAY_OWNER_PUBKEY: 'npub1xyz' })).toMatchObject({ relayOwnerPubkey: undefined, relayOwnerPubkeyInvalid: true });
-    expect(loadConfig({ RELAY_OPERATOR_PUBKEYS: `${pk}, ${'cd'.repeat(32)}` }).relayOperatorPubkeys).toEqual([pk.toLowerCase(), 'cd'.repeat(32)]);
-    expect(problemsOf({ RELAY_OPERATOR_PUBKEYS: `${pk},nope` }).join()).toMatch(/RELAY_OPERATOR_PUBKEYS/);
-  });
-
   it('treats a blank READ_DATABASE_URL as unset', () => {
     expect(loadConfig({ READ_DATABASE_URL: '   ' }).database.readUrl).toBeUndefined();
   });
@@ -154,6 +146,25 @@ describe('loadConfig', () => {
     it('names the service buzz-relay unless OTEL_SERVICE_NAME says otherwise', () => {
       expect(loadConfig({}).tracing.serviceName).toBe('buzz-relay');
       expect(loadConfig({ OTEL_SERVICE_NAME: 'chat-eu' }).tracing.serviceName).toBe('chat-eu');
+    });
+  });
+
+  describe('relay owner and operators', () => {
+    const A = 'a'.repeat(64);
+    const B = 'B'.repeat(64);
+
+    it('takes a 64-hex owner (lowercased) and warns about, then ignores, anything else', () => {
+      expect(loadConfig({ RELAY_OWNER_PUBKEY: A.toUpperCase() })).toMatchObject({ relayOwnerPubkey: A, warnings: [] });
+      const bad = loadConfig({ RELAY_OWNER_PUBKEY: 'npub1xyz' });
+      expect(bad.relayOwnerPubkey).toBeUndefined();
+      expect(bad.warnings).toEqual(['RELAY_OWNER_PUBKEY is not a 64-hex pubkey; ignored (no configured relay owner)']);
+      expect(loadConfig({}).relayOwnerPubkey).toBeUndefined();
+    });
+
+    it('takes a list of operators and stops start-up on an invalid entry', () => {
+      expect(loadConfig({ RELAY_OPERATOR_PUBKEYS: `${A}, ${B},${A}` }).relayOperatorPubkeys).toEqual([A, B.toLowerCase()]);
+      expect(loadConfig({}).relayOperatorPubkeys).toEqual([]);
+      expect(problemsOf({ RELAY_OPERATOR_PUBKEYS: `${A},not-a-key` })[0]).toContain('RELAY_OPERATOR_PUBKEYS must be comma-separated 64-hex pubkeys; 1 entry is not');
     });
   });
 });

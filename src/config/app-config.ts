@@ -179,14 +179,6 @@ export interface AppConfig {
   /** Hosts the embedded default seeds a community for (localhost, 127.0.0.1). */
   readonly defaultCommunityHosts: readonly string[];
   readonly verifierThreads: number;
-  /**
-   * `RELAY_OWNER_PUBKEY` (64 hex): the relay's owner, who may run every NIP-29 admin command in
-   * every channel. Invalid values are ignored with a warning (`relayOwnerPubkeyInvalid`).
-   */
-  readonly relayOwnerPubkey: string | undefined;
-  readonly relayOwnerPubkeyInvalid: boolean;
-  /** `RELAY_OPERATOR_PUBKEYS` (comma-separated 64 hex): operators, with the owner's channel rights. */
-  readonly relayOperatorPubkeys: readonly string[];
   /** Hex secret key the relay signs overlays with; undefined = random per process. */
   readonly relayPrivateKey: string | undefined;
   /**
@@ -206,6 +198,21 @@ export interface AppConfig {
    * the HTTP bridge and to open a WebSocket. Empty (the default) = any origin.
    */
   readonly corsOrigins: readonly string[];
+  /**
+   * `RELAY_OWNER_PUBKEY` (64 hex, unset by default): the deployment's owner. It holds the owner
+   * role in every community (bootstrapped into `relay_members` at start and by `create-community`)
+   * and may run every relay-admin and moderation command. An invalid value is warned about and
+   * ignored (relay.md §7).
+   */
+  readonly relayOwnerPubkey: string | undefined;
+  /**
+   * `RELAY_OPERATOR_PUBKEYS` (comma-separated 64-hex pubkeys, empty by default): the deployment's
+   * operators, with the owner's authority over relay membership and moderation in every
+   * community. An invalid entry stops start-up (relay.md §7).
+   */
+  readonly relayOperatorPubkeys: readonly string[];
+  /** Problems that do not stop start-up (an ignored RELAY_OWNER_PUBKEY); logged once at start. */
+  readonly warnings: readonly string[];
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -230,7 +237,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   }
   const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
   const bind = parseBind(r);
-  const owner = r.lenientPubkey('RELAY_OWNER_PUBKEY');
   const config: AppConfig = {
     host: bind.host,
     port: bind.port,
@@ -295,12 +301,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     defaultCommunityHosts: r.list('BUZZ_DEFAULT_COMMUNITY_HOSTS', ['localhost', '127.0.0.1']),
     verifierThreads: r.int('BUZZ_VERIFIER_THREADS', 0, 0, 64),
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
-    relayOwnerPubkey: owner.value,
-    relayOwnerPubkeyInvalid: owner.invalid,
-    relayOperatorPubkeys: r.pubkeyList('RELAY_OPERATOR_PUBKEYS'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
     corsOrigins: corsOrigins(r),
+    ...relayAuthorities(r),
   };
   r.throwIfInvalid();
   return deepFreeze(config);
@@ -357,6 +361,21 @@ function httpTimeouts(r: EnvReader): HttpTimeouts {
     idleTimeoutMs: r.int('BUZZ_HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
     keepAliveTimeoutMs: r.int('BUZZ_HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
   };
+}
+
+const PUBKEY_HEX = /^[0-9a-f]{64}$/;
+
+/** The owner (warned about and ignored when invalid) and the operators (fail hard when invalid). */
+function relayAuthorities(r: EnvReader): Pick<AppConfig, 'relayOwnerPubkey' | 'relayOperatorPubkeys' | 'warnings'> {
+  const warnings: string[] = [];
+  const rawOwner = r.string('RELAY_OWNER_PUBKEY', '').trim().toLowerCase();
+  let relayOwnerPubkey: string | undefined;
+  if (PUBKEY_HEX.test(rawOwner)) relayOwnerPubkey = rawOwner;
+  else if (rawOwner !== '') warnings.push('RELAY_OWNER_PUBKEY is not a 64-hex pubkey; ignored (no configured relay owner)');
+  const relayOperatorPubkeys = r.list('RELAY_OPERATOR_PUBKEYS', []);
+  const bad = relayOperatorPubkeys.filter((pk) => !PUBKEY_HEX.test(pk));
+  if (bad.length > 0) r.fail('RELAY_OPERATOR_PUBKEYS', `must be comma-separated 64-hex pubkeys; ${bad.length} entr${bad.length === 1 ? 'y is' : 'ies are'} not`);
+  return { relayOwnerPubkey, relayOperatorPubkeys: [...new Set(relayOperatorPubkeys)], warnings };
 }
 
 /** `PORT` wins over the port of `BUZZ_BIND_ADDR` (default 0.0.0.0:3000). */

@@ -76,24 +76,6 @@ export class EnvReader {
     return raw;
   }
 
-  /**
-   * A lowercase 64-hex public key that is only advisory: an invalid value is not fatal, it comes
-   * back as `invalid: true` for the caller to warn about and ignore.
-   */
-  lenientPubkey(name: string): { value: string | undefined; invalid: boolean } {
-    const raw = this.raw(name)?.toLowerCase();
-    if (raw === undefined) return { value: undefined, invalid: false };
-    return /^[0-9a-f]{64}$/.test(raw) ? { value: raw, invalid: false } : { value: undefined, invalid: true };
-  }
-
-  /** Comma-separated lowercase 64-hex public keys; any invalid entry fails start-up. */
-  pubkeyList(name: string): readonly string[] {
-    const keys = this.list(name, []);
-    const bad = keys.filter((k) => !/^[0-9a-f]{64}$/.test(k));
-    if (bad.length > 0) this.fail(name, `must be comma-separated 64-hex public keys (${bad.length} invalid)`);
-    return bad.length > 0 ? [] : [...new Set(keys)];
-  }
-
   url(name: string, fallback: string, protocols: readonly string[]): string {
     return this.optionalUrl(name, protocols) ?? fallback;
   }

@@ -14,6 +14,10 @@ import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
 import { IngestService } from './ingest.service.js';
 import { SignatureVerifier } from './signature-verifier.js';
+import { CommandReplayGuard } from './commands/command-replay.guard.js';
+import { ModerationCommands } from './commands/moderation.commands.js';
+import { Nip43State } from './commands/nip43-state.service.js';
+import { RelayAdminCommands } from './commands/relay-admin.commands.js';
 
 @Module({
   imports: [ChannelsModule, ModerationModule],
@@ -38,8 +42,23 @@ import { SignatureVerifier } from './signature-verifier.js';
     EventQueryService,
     CountService,
     IngestService,
+    CommandReplayGuard,
+    Nip43State,
+    RelayAdminCommands,
+    ModerationCommands,
   ],
-  exports: [SignatureVerifier, EventBus, EventQueryService, CountService, IngestService, SearchService, ChannelsModule, ModerationModule],
+  exports: [
+    SignatureVerifier,
+    EventBus,
+    EventQueryService,
+    CountService,
+    IngestService,
+    SearchService,
+    RelayAdminCommands,
+    ModerationCommands,
+    ChannelsModule,
+    ModerationModule,
+  ],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(SignatureVerifier) private readonly verifier: SignatureVerifier) {}

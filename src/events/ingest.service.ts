@@ -21,6 +21,8 @@ import { PresenceService } from '../redis/presence.service.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { reject, Rejection } from './rejection.js';
+import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
+import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
 
 export interface IngestResult {
   readonly accepted: boolean;
@@ -53,6 +55,8 @@ export class IngestService {
     private readonly groupState: GroupStateService,
     private readonly presence: PresenceService,
     private readonly signer: RelaySigner,
+    private readonly relayAdmin: RelayAdminCommands,
+    private readonly moderationCommands: ModerationCommands,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -79,6 +83,10 @@ export class IngestService {
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
     if (!limits.ok) reject(limits.reason);
     if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject('restricted: unknown event kind');
+    // Executed, never stored, and before the moderation gate (§5.2 steps 7 and 11): a timed-out
+    // moderator can still lift a timeout; the commands check a ban themselves.
+    if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
+    if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
     await this.gates.moderationGate(ctx.communityId, event.pubkey);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
@@ -103,6 +111,10 @@ export class IngestService {
     // §5.2 step 14: a new reply's root gets a live 39005 summary (fan-out only, never stored).
     if (item.thread?.root && item.channelId) await this.publishThreadSummaries(ctx.communityId, [{ root: item.thread.root, channelId: item.channelId }]);
     return { accepted: true, message: '', eventId: event.id };
+  }
+
+  private executed(event: NostrEvent, message: string): IngestResult {
+    return { accepted: true, message, eventId: event.id };
   }
 
   private earlyKindGate(event: NostrEvent, transport: IngestContext['transport']): void {

@@ -45,7 +45,7 @@ import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { parseEvent } from '../events/event-validation.js';
 import { counter } from '../metrics/metric-factory.js';
 import { GapCursor, GapFillRepository } from './gap-fill.repository.js';
-import { communityOfFanoutPattern, fanoutTopic } from './redis-keys.js';
+import { communityOfFanoutPattern, fanoutTopic, isFanoutTopic } from './redis-keys.js';
 import { RedisService } from './redis.service.js';
 import { TtlMap } from './ttl-map.js';
 
@@ -143,6 +143,8 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
   }
 
   private receive(topic: string, raw: string): void {
+    // Connection control shares the subscriber connection (RevocationBridge reads it).
+    if (!isFanoutTopic(topic)) return;
     const message = decode(raw);
     if (!message || fanoutTopic(message.community, message.channel) !== topic) return void this.received.inc({ outcome: 'malformed' });
     if (message.pod === this.podId) return void this.received.inc({ outcome: 'own_echo' });

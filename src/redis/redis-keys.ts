@@ -34,3 +34,16 @@ export function replayKey(communityId: string, eventId: string): string {
 export function presenceKey(communityId: string, pubkey: string): string {
   return communityKey(communityId, 'presence', pubkey);
 }
+
+/** Cross-pod connection control (bans and revocations to enforce on open sockets, relay.md §2.9). */
+export function controlTopic(communityId: string): string {
+  return communityKey(communityId, 'control');
+}
+
+/** Every community's control topic: a pod enforces revocations for whatever sockets it holds. */
+export const CONTROL_PATTERN = 'buzz:*:control';
+
+/** True for a live-event topic of fanoutTopic(), false for control and anything else. */
+export function isFanoutTopic(topic: string): boolean {
+  return /^buzz:[^:]+:fanout:/.test(topic);
+}

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
+import { AccessRevoker } from './access-revoker.service.js';
 import { AuthHandler } from './auth.handler.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
 import { EventHandler } from './event.handler.js';
@@ -10,7 +11,7 @@ import { ReqHandler } from './req.handler.js';
 
 @Module({
   imports: [EventsModule],
-  providers: [HandlerGate, LiveFanout, BanEnforcer, AuthHandler, EventHandler, ReqHandler, RelayGateway],
+  providers: [HandlerGate, LiveFanout, BanEnforcer, AccessRevoker, AuthHandler, EventHandler, ReqHandler, RelayGateway],
   exports: [RelayGateway],
 })
 export class SubscriptionsModule {}

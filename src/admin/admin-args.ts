@@ -1,0 +1,73 @@
+/**
+ * The operator CLI's command line (admin.cli.ts): parsed and checked before any service is loaded,
+ * so bad input is answered at once with a clear message (exit status 2).
+ */
+import { parseArgs } from 'node:util';
+import type { AppConfig } from '../config/app-config.js';
+import { parsePubkey } from '../common/npub.js';
+import { normalizeHost } from '../tenancy/host.js';
+
+export const USAGE = `usage: npm run admin -- <command> [options]
+  create-community --host <host> [--name <name>]
+  add-member <npub|hex> [--role member|admin] [--host <host>]
+  remove-member <npub|hex> [--host <host>]
+  ban <npub|hex> [--reason <text>] [--expires <unix seconds>] [--host <host>]
+  unban <npub|hex> [--host <host>]
+  list-members [--host <host>]
+--host defaults to the first of BUZZ_DEFAULT_COMMUNITY_HOSTS (localhost).`;
+
+/** Bad input: exit 2 with the message and the usage. */
+export class UsageError extends Error {}
+
+export interface ParsedCommand {
+  readonly command: string;
+  readonly pubkey?: string;
+  readonly host: string;
+  readonly role?: string;
+  readonly reason?: string;
+  readonly expires?: number;
+  readonly name?: string;
+}
+
+const NEEDS_PUBKEY = new Set(['add-member', 'remove-member', 'ban', 'unban']);
+const COMMANDS = new Set([...NEEDS_PUBKEY, 'list-members', 'create-community']);
+
+export function parseCommand(argv: readonly string[], config: AppConfig): ParsedCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: { host: { type: 'string' }, role: { type: 'string' }, reason: { type: 'string' }, expires: { type: 'string' }, name: { type: 'string' } },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const [command, ...rest] = parsed.positionals;
+  const { values } = parsed;
+  if (command === undefined) throw new UsageError('no command given');
+  if (!COMMANDS.has(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  const wantsPubkey = NEEDS_PUBKEY.has(command);
+  if (rest.length !== (wantsPubkey ? 1 : 0)) throw new UsageError(wantsPubkey ? `${command} takes exactly one <npub|hex> pubkey` : `${command} takes no positional arguments`);
+  if (command === 'create-community' && values.host === undefined) throw new UsageError('create-community needs --host <host>');
+  const host = normalizeHost(values.host ?? config.defaultCommunityHosts[0]);
+  if (host === undefined || /[\s/]/.test(host)) throw new UsageError(`invalid --host ${JSON.stringify(values.host ?? '')}`);
+  const allowed: Record<string, readonly string[]> = { 'add-member': ['role'], ban: ['reason', 'expires'], 'create-community': ['name'] };
+  for (const opt of ['role', 'reason', 'expires', 'name'] as const) {
+    if (values[opt] !== undefined && !(allowed[command] ?? []).includes(opt)) throw new UsageError(`--${opt} does not apply to ${command}`);
+  }
+  let pubkey: string | undefined;
+  if (wantsPubkey) {
+    const p = parsePubkey(rest[0]);
+    if (!p.ok) throw new UsageError(p.reason);
+    pubkey = p.pubkey;
+  }
+  if (values.role !== undefined && values.role !== 'member' && values.role !== 'admin') throw new UsageError('--role must be member or admin');
+  let expires: number | undefined;
+  if (values.expires !== undefined) {
+    if (!/^\d{1,12}$/.test(values.expires) || Number(values.expires) <= Math.floor(Date.now() / 1000)) throw new UsageError('--expires must be a future unix time in seconds');
+    expires = Number(values.expires);
+  }
+  return { command, pubkey, host, role: values.role, reason: values.reason, expires, name: values.name };
+}

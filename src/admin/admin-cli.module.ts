@@ -1,0 +1,23 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
+import { ConfigModule } from '../config/config.module.js';
+import { DatabaseModule } from '../database/database.module.js';
+import { EventsModule } from '../events/events.module.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { ScaleOutModule } from '../redis/scale-out.module.js';
+import { TenancyModule } from '../tenancy/tenancy.module.js';
+
+/**
+ * The operator CLI's Nest context: the relay's own services (the relay-admin and moderation
+ * commands, the NIP-43 state, the Redis bridge that carries revocations to running pods) without
+ * any transport. No HTTP or WebSocket listener is created.
+ */
+@Module({})
+export class AdminCliModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AdminCliModule,
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, TenancyModule, EventsModule, ScaleOutModule],
+    };
+  }
+}

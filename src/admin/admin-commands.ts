@@ -1,0 +1,56 @@
+/**
+ * `npm run admin -- <command>`: what an operator does before any client can: create the community,
+ * add the first members, ban and unban, list members. Each command goes through the services the
+ * events use (RelayAdminCommands, ModerationCommands) with the operator's authority, so the
+ * NIP-43 state (8000/8001, 13534) and the revocation of open sockets (over Redis, when
+ * BUZZ_REDIS_URL is set) follow as they do for a signed command. Usage: docs/operator.md.
+ * Loaded only after the command line parsed (admin-args.ts).
+ */
+import { INestApplicationContext } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
+import { ModerationCommands } from '../events/commands/moderation.commands.js';
+import { RelayAdminCommands } from '../events/commands/relay-admin.commands.js';
+import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
+import { CommunityRepository } from '../tenancy/community.repository.js';
+import { hostWithoutPort } from '../tenancy/host.js';
+import { ParsedCommand, UsageError } from './admin-args.js';
+
+/** Runs one parsed command; resolves with the lines to print. A refusal throws the service's Rejection. */
+export async function runCommand(app: INestApplicationContext, cmd: ParsedCommand, config: AppConfig): Promise<string[]> {
+  const communities = app.get(CommunityRepository);
+  const members = app.get(RelayMembershipRepository);
+  if (cmd.command === 'create-community') {
+    const id = await communities.ensureCommunity([cmd.host], cmd.name ?? cmd.host);
+    const lines = [`community ${cmd.host}: ${id}`];
+    if (config.relayOwnerPubkey !== undefined) {
+      await members.ensureOwnerEverywhere(config.relayOwnerPubkey);
+      lines.push(`owner ${config.relayOwnerPubkey} (RELAY_OWNER_PUBKEY)`);
+    } else {
+      lines.push('no RELAY_OWNER_PUBKEY set: add an admin with add-member --role admin');
+    }
+    return lines;
+  }
+  const community = await communities.findByHost([cmd.host, hostWithoutPort(cmd.host)]);
+  if (!community) throw new UsageError(`no community for host ${cmd.host} (create it with create-community --host ${cmd.host})`);
+  const admin = app.get(RelayAdminCommands);
+  const moderation = app.get(ModerationCommands);
+  const pk = cmd.pubkey!;
+  switch (cmd.command) {
+    case 'list-members': {
+      const rows = await members.members(members.writer, community.id);
+      return rows.length === 0 ? [`no members in ${cmd.host}`] : rows.map((r) => `${r.pubkey} ${r.role}`);
+    }
+    case 'add-member':
+      await admin.addMember(community.id, 'operator', pk, cmd.role ?? 'member');
+      return [`${pk} is a ${cmd.role ?? 'member'} of ${cmd.host} (an existing member keeps their role)`];
+    case 'remove-member':
+      await admin.removeMember(community.id, 'operator', pk);
+      return [`${pk} removed from ${cmd.host}`];
+    case 'ban':
+      await moderation.ban(community.id, 'operator', pk, cmd.reason ?? null, cmd.expires);
+      return [`${pk} banned from ${cmd.host}${cmd.expires ? ` until ${cmd.expires}` : ''}`];
+    default:
+      await moderation.unban(community.id, 'operator', pk);
+      return [`${pk} unbanned in ${cmd.host}`];
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Entry point of `npm run admin` (see admin-commands.ts). Exit status: 0 done, 1 refused or
+ * failed, 2 bad input.
+ */
+import { AppConfig, ConfigError, loadConfig } from '../config/app-config.js';
+import type { RedisService } from '../redis/redis.service.js';
+import { parseCommand, USAGE, UsageError } from './admin-args.js';
+
+async function main(argv: readonly string[]): Promise<number> {
+  let config: AppConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(2, err.message);
+    throw err;
+  }
+  if (config.database.url === undefined) return fail(2, 'DATABASE_URL is not set: point it at the writer the relay uses');
+  let cmd;
+  try {
+    cmd = parseCommand(argv, config);
+  } catch (err) {
+    if (err instanceof UsageError) return fail(2, `${err.message}\n${USAGE}`);
+    throw err;
+  }
+  if (config.relayPrivateKey === undefined && (cmd.command === 'add-member' || cmd.command === 'remove-member')) {
+    process.stderr.write('admin: warning: BUZZ_RELAY_PRIVATE_KEY is not set: the NIP-43 events this writes (8000/8001, 13534) are signed by a one-off key; set the relay\'s key\n');
+  }
+  // The relay's services load only now: bad input above is answered without them.
+  await import('reflect-metadata');
+  const [{ NestFactory }, { DatabaseService }, { Rejection }, { RedisService }, { RevocationBridge }, { AdminCliModule }, { runCommand }] = await Promise.all([
+    import('@nestjs/core'),
+    import('../database/database.service.js'),
+    import('../events/rejection.js'),
+    import('../redis/redis.service.js'),
+    import('../redis/revocation-bridge.service.js'),
+    import('./admin-cli.module.js'),
+    import('./admin-commands.js'),
+  ]);
+  const app = await NestFactory.createApplicationContext(AdminCliModule.forRoot(config), { logger: ['error', 'warn'] });
+  try {
+    await app.get(DatabaseService).start();
+    await redisReady(app.get(RedisService));
+    const lines = await runCommand(app, cmd, config);
+    // Revocations and bans reach running pods over Redis: wait for the publishes (they are queued after the commit).
+    await new Promise((resolve) => setImmediate(resolve));
+    await app.get(RevocationBridge).flush();
+    for (const line of lines) process.stdout.write(`${line}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) return fail(2, err.message);
+    if (err instanceof Rejection) return fail(1, `refused: ${err.message}`);
+    return fail(1, `failed: ${(err as Error).message}`);
+  } finally {
+    await app.close();
+  }
+}
+
+/** With BUZZ_REDIS_URL, waits (up to 5 s) for the connection the revocation publishes need. */
+async function redisReady(redis: RedisService): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (redis.enabled && !redis.commandReady && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (redis.enabled && !redis.commandReady) process.stderr.write('admin: warning: Redis is not reachable; running pods enforce bans at their next sweep\n');
+}
+
+function fail(code: number, message: string): number {
+  process.stderr.write(`admin: ${message}\n`);
+  return code;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`admin: failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

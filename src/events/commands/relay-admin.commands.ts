@@ -1,0 +1,181 @@
+/**
+ * NIP-43 relay membership commands (relay.md §5.2 step 11): 9030 add member, 9031 remove member,
+ * 9032 change role, and the member's own leave request 28936. They are executed and never stored;
+ * the change, the relay-signed 8000/8001 and the 13534 snapshot commit in one transaction. The
+ * operator CLI calls the same operations with the `operator` actor. Who may do what:
+ * docs/moderation.md. Refusal texts follow upstream's (`invalid: actor not authorized: …`).
+ */
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Kysely } from 'kysely';
+import { NostrEvent } from '../../common/nostr.types.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/config.tokens.js';
+import { DB } from '../../database/database.types.js';
+import { AccessRevocations } from '../../moderation/access-revocations.js';
+import { ModerationRepository } from '../../moderation/moderation.repository.js';
+import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
+import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
+import { EventBus } from '../event-bus.js';
+import { EventWriter } from '../event-writer.service.js';
+import { KIND } from '../kinds.js';
+import { reject } from '../rejection.js';
+import { requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
+import { CommandReplayGuard } from './command-replay.guard.js';
+import { MembershipDelta, Nip43State } from './nip43-state.service.js';
+
+/** A command's author: a signed event's pubkey, or the operator CLI (owner authority, no key). */
+export type Actor = { readonly pubkey: string } | 'operator';
+
+export const RELAY_ADMIN_KINDS: ReadonlySet<number> = new Set([
+  KIND.RELAY_ADMIN_ADD_MEMBER,
+  KIND.RELAY_ADMIN_REMOVE_MEMBER,
+  KIND.RELAY_ADMIN_CHANGE_ROLE,
+  KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE,
+  KIND.NIP43_LEAVE_REQUEST,
+]);
+
+export const LEFT_RELAY = 'info: you have left this relay';
+const NOT_ADMIN = 'invalid: actor not authorized: must be admin or owner';
+
+interface Change {
+  readonly message: string;
+  /** The delta to announce; undefined when nothing changed (a re-add) or for a role change. */
+  readonly delta?: { kind: MembershipDelta; pubkey: string };
+  readonly changed: boolean;
+}
+
+@Injectable()
+export class RelayAdminCommands {
+  private readonly logger = new Logger('RelayAdminCommands');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly writer: EventWriter,
+    private readonly members: RelayMembershipRepository,
+    private readonly authority: RelayAuthority,
+    private readonly moderation: ModerationRepository,
+    private readonly state: Nip43State,
+    private readonly replay: CommandReplayGuard,
+    private readonly bus: EventBus,
+    private readonly revocations: AccessRevocations,
+  ) {}
+
+  /** Executes a signed command; resolves with the OK message or throws a Rejection. */
+  async execute(communityId: string, event: NostrEvent): Promise<string> {
+    if (event.kind === KIND.NIP43_LEAVE_REQUEST) return this.leave(communityId, event);
+    // A ban is checked here because these kinds skip the ingest moderation gate (a timed-out admin keeps administering).
+    if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject('blocked: you are banned from this community');
+    requireFreshCommand(event);
+    if (event.kind === KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE) reject('invalid: kind 9033 (workspace profile) is not supported by this relay');
+    const target = targetPubkey(event);
+    const actor = { pubkey: event.pubkey };
+    const claim = () => this.replay.claim(communityId, event.id);
+    switch (event.kind) {
+      case KIND.RELAY_ADMIN_ADD_MEMBER:
+        return this.addMember(communityId, actor, target, tagValue(event, 'role') ?? 'member', claim);
+      case KIND.RELAY_ADMIN_REMOVE_MEMBER:
+        return this.removeMember(communityId, actor, target, claim);
+      default:
+        return this.changeRole(communityId, actor, target, tagValue(event, 'role'), claim);
+    }
+  }
+
+  /** 9030: admins and owners add members; only owners add admins; nobody adds an owner. */
+  addMember(communityId: string, actor: Actor, target: string, role: string, claim?: () => Promise<void>): Promise<string> {
+    return this.run(communityId, async (tx) => {
+      const who = await this.authorityOf(tx, communityId, actor);
+      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
+      if (role === 'owner') reject('invalid: invalid role: use kind:9032 to promote to owner');
+      if (role !== 'admin' && role !== 'member') reject(`invalid: invalid role: ${role.slice(0, 32)}`);
+      if (role === 'admin' && who !== 'owner') reject('invalid: actor not authorized: only owner can grant admin role');
+      await claim?.();
+      const added = await this.members.insertMember(tx, communityId, target, role, actorKey(actor));
+      return added ? { message: '', changed: true, delta: { kind: KIND.NIP43_MEMBER_ADDED, pubkey: target } } : { message: '', changed: false };
+    });
+  }
+
+  /** 9031: owners remove admins and members, admins remove members; nobody removes an owner or themselves. */
+  removeMember(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
+    return this.run(communityId, async (tx) => {
+      const who = await this.authorityOf(tx, communityId, actor);
+      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
+      if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot remove yourself');
+      if (this.authority.isConfigured(target)) reject('invalid: cannot remove the relay owner');
+      await claim?.();
+      const removed = await this.members.deleteMember(tx, communityId, target, who === 'owner' ? ['admin', 'member'] : ['member']);
+      if (removed === undefined) {
+        const role = await this.members.roleOf(tx, communityId, target);
+        if (role === undefined) reject(`invalid: member not found: ${target}`);
+        if (role === 'owner') reject('invalid: cannot remove the relay owner');
+        reject('invalid: actor not authorized: admins can only remove members');
+      }
+      return { message: '', changed: true, delta: { kind: KIND.NIP43_MEMBER_REMOVED, pubkey: target } };
+    });
+  }
+
+  /** 9032: owners only, between admin and member; the owner role is never granted or taken this way. */
+  changeRole(communityId: string, actor: Actor, target: string, role: string | undefined, claim?: () => Promise<void>): Promise<string> {
+    return this.run(communityId, async (tx) => {
+      if ((await this.authorityOf(tx, communityId, actor)) !== 'owner') reject('invalid: actor not authorized: must be owner');
+      if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot change your own role');
+      if (role === undefined) reject('invalid: missing role tag');
+      if (role === 'owner') reject('invalid: cannot set role to owner');
+      if (role !== 'admin' && role !== 'member') reject(`invalid: invalid role: ${role.slice(0, 32)}`);
+      if (this.authority.isConfigured(target)) reject("invalid: cannot change the relay owner's role");
+      await claim?.();
+      if (!(await this.members.setRole(tx, communityId, target, role))) {
+        const exists = (await this.members.roleOf(tx, communityId, target)) !== undefined;
+        reject(exists ? "invalid: cannot change the relay owner's role" : `invalid: member not found: ${target}`);
+      }
+      return { message: '', changed: true };
+    });
+  }
+
+  /** 28936 (NIP-43 leave): only where membership is enforced; the owner cannot leave. */
+  private async leave(communityId: string, event: NostrEvent): Promise<string> {
+    if (!this.config.requireRelayMembership) reject('invalid: relay membership is not enabled');
+    const delta = event.created_at - Math.floor(Date.now() / 1000);
+    if (Math.abs(delta) > 120) reject(`invalid: leave request timestamp out of range (delta=${delta}s, max ±120s)`);
+    if (!event.tags.some((t) => t.length === 1 && t[0] === '-')) reject('invalid: leave request must include NIP-70 protected event tag ["-"]');
+    return this.run(communityId, async (tx) => {
+      const role = await this.members.roleOf(tx, communityId, event.pubkey);
+      if (role === undefined) reject('invalid: you are not a relay member');
+      if (role === 'owner' || this.authority.isConfiguredOwner(event.pubkey)) reject('invalid: relay owner cannot leave');
+      await this.replay.claim(communityId, event.id);
+      await this.members.deleteMember(tx, communityId, event.pubkey, ['admin', 'member']);
+      return { message: LEFT_RELAY, changed: true, delta: { kind: KIND.NIP43_MEMBER_REMOVED, pubkey: event.pubkey } };
+    });
+  }
+
+  private async authorityOf(tx: Kysely<DB>, communityId: string, actor: Actor): Promise<Authority> {
+    return actor === 'operator' ? 'owner' : (await this.authority.of(tx, communityId, actor.pubkey)).authority;
+  }
+
+  /**
+   * One transaction: the change and, when something changed, its NIP-43 events. After commit the
+   * events go to live subscribers, and a removal is announced so that pods enforcing membership
+   * revoke the removed key's open sockets.
+   */
+  private async run(communityId: string, change: (tx: Kysely<DB>) => Promise<Change>): Promise<string> {
+    let published: NostrEvent[] = [];
+    const result = await this.writer.transaction(false, async (tx) => {
+      const c = await change(tx);
+      if (c.changed) published = await this.state.record(tx, communityId, c.delta);
+      return c;
+    });
+    for (const event of published) this.bus.publish({ communityId, event, channelId: null });
+    // Announced whatever this process's setting: the pods that enforce membership act on it (the CLI has no sockets).
+    if (result.delta?.kind === KIND.NIP43_MEMBER_REMOVED) {
+      this.logger.log({ communityId, pubkey: result.delta.pubkey }, 'relay member removed');
+      const revocation = { communityId, pubkey: result.delta.pubkey, reason: 'not_relay_member' as const };
+      // After the OK of the command that caused it has been queued (the leaver's own socket closes too).
+      setImmediate(() => this.revocations.announce(revocation));
+    }
+    return result.message;
+  }
+}
+
+function actorKey(actor: Actor): string | null {
+  return actor === 'operator' ? null : actor.pubkey;
+}
+

@@ -1,0 +1,144 @@
+/**
+ * The operator CLI (`npm run admin`) against the real writer + replica: a fresh database is
+ * bootstrapped without SQL (migrations, community, members), every change is visible on both
+ * servers, the NIP-43 state follows as for a signed command, and bad input is refused with a
+ * clear message and exit status 2 (refusals by the services: 1). Each run starts a Node process
+ * that loads the relay's services, so the tests get generous time on a shared machine.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { nip19 } from 'nostr-tools';
+import { finalizeEvent, getPublicKey } from 'nostr-tools/pure';
+import { authTemplate, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { RelayProcess, startRelay } from '../harness/relay-process.js';
+import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
+import { PairState } from './membership-state.js';
+
+const ADMIN_CLI = path.resolve(import.meta.dirname, '../../dist/src/admin/admin.cli.js');
+const CLI_TEST_MS = 300_000;
+const RELAY_KEY = randomBytes(32).toString('hex');
+const RELAY_PUBKEY = getPublicKey(Buffer.from(RELAY_KEY, 'hex'));
+const owner = newIdentity();
+const alice = newIdentity();
+let db: TestDatabase;
+let pair: PairState;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pair = new PairState(db);
+});
+
+afterAll(async () => {
+  await pair?.close();
+  await db?.drop();
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function admin(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const base = { PATH: process.env.PATH ?? '', DATABASE_URL: db.writerUrl, RELAY_OWNER_PUBKEY: owner.pubkey, BUZZ_DEFAULT_COMMUNITY_HOSTS: 'team.example', BUZZ_RELAY_PRIVATE_KEY: RELAY_KEY };
+  return promisify(execFile)(process.execPath, [ADMIN_CLI, ...args], { env: { ...base, ...env } }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (err: Run) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+  );
+}
+
+/** AUTH on the team.example community of `relay` (Host header and relay tag name the tenant host). */
+async function authOn(relay: RelayProcess, id: Identity): Promise<[boolean, string]> {
+  const host = `team.example:${relay.port}`;
+  const c = await RawClient.connect(relay.wsUrl, { host });
+  try {
+    const auth = finalizeEvent(authTemplate(c.challenge, `ws://${host}`), id.sk);
+    c.send(['AUTH', auth]);
+    const ok = await c.waitFor((f) => f[0] === 'OK' && f[1] === auth.id);
+    return [ok[2] as boolean, ok[3] as string];
+  } finally {
+    c.close();
+  }
+}
+
+async function roleIn(host: string, pubkey: string): Promise<[string | null, string | null]> {
+  return pair.both(
+    'select m.role from relay_members m join communities c on c.id = m.community_id where c.host = $1 and m.pubkey = $2',
+    [host, pubkey],
+    (rows) => (rows[0]?.role as string | undefined) ?? null,
+  );
+}
+
+describe('operator CLI', () => {
+  it('bootstraps a community, adds members by npub or hex and lists them; a closed relay then admits them', async () => {
+    const created = await admin(['create-community', '--host', 'Team.Example']);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^community team\.example: [0-9a-f-]{36}\nowner [0-9a-f]{64} \(RELAY_OWNER_PUBKEY\)\n$/);
+    expect(await roleIn('team.example', owner.pubkey)).toEqual(['owner', 'owner']);
+    expect(await admin(['add-member', nip19.npubEncode(alice.pubkey)])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is a member of team.example (an existing member keeps their role)\n` });
+    const bob = newIdentity();
+    expect((await admin(['add-member', bob.pubkey.toUpperCase(), '--role', 'admin', '--host', 'team.example'])).code).toBe(0);
+    expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
+    expect(await roleIn('team.example', bob.pubkey)).toEqual(['admin', 'admin']);
+    const listed = await admin(['list-members']);
+    expect(listed.stdout.trim().split('\n').sort()).toEqual([`${alice.pubkey} member`, `${bob.pubkey} admin`, `${owner.pubkey} owner`].sort());
+    // The relay-signed NIP-43 state follows, as for a 9030, signed with the relay's key.
+    const [snapshot, ...superseded] = await pair.liveEvents(RELAY_PUBKEY, 13534);
+    expect(superseded).toEqual([]);
+    expect(snapshot.tags).toContainEqual(['member', alice.pubkey]);
+    expect((await pair.liveEvents(RELAY_PUBKEY, 8000)).map((e) => e.tags)).toContainEqual([['-'], ['p', alice.pubkey]]);
+    // A relay started on the bootstrapped database admits alice on its closed community.
+    const relay: RelayProcess = await startRelay({ DATABASE_URL: db.writerUrl, READ_DATABASE_URL: db.readerUrl, BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true' });
+    try {
+      expect(await authOn(relay, alice)).toEqual([true, '']);
+      expect(await authOn(relay, newIdentity())).toEqual([false, 'restricted: not a relay member']);
+    } finally {
+      await relay.stop();
+    }
+  }, CLI_TEST_MS);
+
+  it('removes, bans and unbans, visible on both servers; refusals from the services exit 1', async () => {
+    const carol = newIdentity();
+    expect((await admin(['add-member', carol.pubkey])).code).toBe(0);
+    expect(await admin(['remove-member', carol.pubkey])).toMatchObject({ code: 0, stdout: `${carol.pubkey} removed from team.example\n` });
+    expect(await roleIn('team.example', carol.pubkey)).toEqual([null, null]);
+    expect(await admin(['remove-member', carol.pubkey])).toMatchObject({ code: 1, stderr: `admin: refused: invalid: member not found: ${carol.pubkey}\n` });
+    const until = Math.floor(Date.now() / 1000) + 3600;
+    expect(await admin(['ban', carol.pubkey, '--reason', 'spam', '--expires', String(until)])).toMatchObject({ code: 0, stdout: `${carol.pubkey} banned from team.example until ${until}\n` });
+    expect(await pair.both('select reason, extract(epoch from expires_at)::bigint::int as exp from bans where pubkey = $1', [carol.pubkey], (r) => r[0] ?? null)).toEqual([
+      { reason: 'spam', exp: until },
+      { reason: 'spam', exp: until },
+    ]);
+    expect(await admin(['unban', nip19.npubEncode(carol.pubkey)])).toMatchObject({ code: 0 });
+    expect(await pair.both('select 1 from bans where pubkey = $1', [carol.pubkey], (r) => r.length)).toEqual([0, 0]);
+    expect(await admin(['unban', carol.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: member is not banned\n' });
+    expect(await admin(['ban', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: restricted: cannot moderate a relay owner, operator or admin of equal or higher rank\n' });
+    expect(await admin(['remove-member', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: cannot remove the relay owner\n' });
+  }, CLI_TEST_MS);
+
+  it('refuses bad input with a clear message and exit status 2, changing nothing', async () => {
+    const typo = nip19.npubEncode(alice.pubkey).replace(/.$/, (c) => (c === 'q' ? 'p' : 'q'));
+    const cases: Array<[string[], string]> = [
+      [['add-member', 'alice'], 'admin: not a 64-hex pubkey or an npub: "alice"'],
+      [['add-member', typo], 'admin: npub checksum does not match (a typo?)'],
+      [['add-member'], 'admin: add-member takes exactly one <npub|hex> pubkey'],
+      [['add-member', alice.pubkey, '--role', 'owner'], 'admin: --role must be member or admin'],
+      [['ban', alice.pubkey, '--expires', 'tomorrow'], 'admin: --expires must be a future unix time in seconds'],
+      [['unban', alice.pubkey, '--reason', 'x'], 'admin: --reason does not apply to unban'],
+      [['create-community'], 'admin: create-community needs --host <host>'],
+      [['promote', alice.pubkey], 'admin: unknown command "promote"'],
+      [[], 'admin: no command given'],
+      [['list-members', '--host', 'nowhere.example'], 'admin: no community for host nowhere.example (create it with create-community --host nowhere.example)'],
+    ];
+    for (const [args, message] of cases) {
+      const run = await admin(args);
+      expect(run.code).toBe(2);
+      expect(run.stderr.split('\n')[0]).toBe(message);
+      expect(run.stdout).toBe('');
+    }
+    expect((await admin(['list-members'], { DATABASE_URL: '' })).stderr).toBe('admin: DATABASE_URL is not set: point it at the writer the relay uses\n');
+    expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
+  }, CLI_TEST_MS);
+});
