@@ -57,6 +57,7 @@ export class StoredEvent implements NostrEvent {
   readonly sig: string;
   private readonly tagsJson: string;
   private parsedTags: string[][] | undefined;
+  private wire: string | undefined;
 
   constructor(row: EventTextRow) {
     this.id = row.id;
@@ -72,12 +73,14 @@ export class StoredEvent implements NostrEvent {
     return (this.parsedTags ??= JSON.parse(this.tagsJson) as string[][]);
   }
 
-  /** NIP-01 JSON of the event (tags as Postgres printed them: valid JSON, spacing aside). */
+  /**
+   * NIP-01 JSON of the event (tags as Postgres printed them: valid JSON, spacing aside), built
+   * once: the rows of a shared history read reach every subscription that joined it.
+   */
   toWire(): string {
-    return (
+    return (this.wire ??=
       `{"id":"${this.id}","pubkey":"${this.pubkey}","created_at":${this.created_at},"kind":${this.kind},` +
-      `"tags":${this.tagsJson},"content":${JSON.stringify(this.content)},"sig":"${this.sig}"}`
-    );
+      `"tags":${this.tagsJson},"content":${JSON.stringify(this.content)},"sig":"${this.sig}"}`);
   }
 
   toJSON(): NostrEvent {

@@ -22,6 +22,7 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { fanoutPattern } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
+import { OutputTurns } from './output-turns.js';
 import { LiveSubscription, RelayConnection } from './relay-connection.js';
 
 /** NIP-29 commands after which some readers may have lost a channel. */
@@ -39,6 +40,7 @@ export class LiveFanout implements OnModuleDestroy {
     private readonly redis: RedisService,
     private readonly presence: PresenceService,
     private readonly lifecycle: LifecycleState,
+    private readonly turns: OutputTurns,
   ) {
     this.unsubscribe = bus.subscribe((p) => this.deliver(p));
   }
@@ -82,13 +84,13 @@ export class LiveFanout implements OnModuleDestroy {
 
   private deliver({ communityId, event, channelId }: PublishedEvent): void {
     let recipients = 0;
-    const json = JSON.stringify(event);
+    const frames = liveFrames(JSON.stringify(event));
     for (const conn of this.byCommunity.get(communityId) ?? []) {
       if (conn.authState !== 'authenticated' || !conn.pubkey) continue;
       const subs = [...conn.subscriptions].filter(([, sub]) => subscriptionWants(sub, event, channelId, conn.pubkey!));
       if (subs.length === 0) continue;
       recipients += subs.length;
-      conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, json, communityId, channelId));
+      conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, frames, communityId, channelId));
     }
     this.metrics.fanoutRecipients.observe(recipients);
     if (channelId !== null && ACCESS_REVOKING_KINDS.has(event.kind)) this.evictLostAccess(communityId, channelId);
@@ -125,14 +127,11 @@ export class LiveFanout implements OnModuleDestroy {
     }
   }
 
-  private async sendChecked(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, json: string, communityId: string, channelId: string | null): Promise<void> {
+  private async sendChecked(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, frames: (subId: string) => Buffer, communityId: string, channelId: string | null): Promise<void> {
     if (channelId !== null && !(await this.access.canRead(communityId, channelId, conn.pubkey!))) return;
-    for (const [subId, sub] of subs) {
-      // The subscription may have been closed or replaced while the check ran.
-      if (conn.subscriptions.get(subId)?.token !== sub.token) continue;
-      // A live event that does not fit ends the subscription: a gap the client is told about.
-      if (conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`) === 'full') conn.shedSubscription(subId, sub.token);
-    }
+    // In a turn (OutputTurns): an event fanned out to thousands of sockets does not hold the
+    // event loop, and its publisher's OK is not queued behind every copy of it.
+    await this.turns.run(() => sendLive(conn, subs, frames));
   }
 }
 
@@ -151,4 +150,24 @@ export function subscriptionWants(sub: LiveSubscription, event: NostrEvent, chan
     if (scope.channels !== 'any' && !scope.channels.includes(channelId)) return false;
   }
   return eventVisibleToReader(event, reader) && sub.filters.some((f) => matchFilter(event, f));
+}
+
+/** One event's EVENT frame per subscription id, built once: subscribers with the same id share the bytes. */
+function liveFrames(json: string): (subId: string) => Buffer {
+  const bySubId = new Map<string, Buffer>();
+  return (subId) => {
+    let frame = bySubId.get(subId);
+    if (frame === undefined) bySubId.set(subId, (frame = Buffer.from(`["EVENT",${JSON.stringify(subId)},${json}]`)));
+    return frame;
+  };
+}
+
+function sendLive(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, frames: (subId: string) => Buffer): void {
+  for (const [subId, sub] of subs) {
+    // The subscription may have been closed or replaced while the check ran.
+    if (conn.subscriptions.get(subId)?.token !== sub.token) continue;
+    // A live event that does not fit ends the subscription: a gap the client is told about.
+    if (conn.sendRaw(frames(subId)) === 'full') conn.shedSubscription(subId, sub.token);
+  }
+  conn.flush();
 }

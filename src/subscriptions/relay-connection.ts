@@ -52,6 +52,9 @@ export const TERMINAL_RESERVE_BYTES = 16 * 1024;
 export const SLOW_CONSUMER_STALL_MS = 250;
 const DRAIN_POLL_MS = 10;
 
+/** Buffers are sent as text frames too (every frame is NIP-01 JSON); ws never modifies them (no masking, no compression). */
+const TEXT_FRAME = { binary: false } as const;
+
 let nextConnectionId = 1;
 let nextSubscriptionToken = 1;
 
@@ -116,8 +119,9 @@ export class RelayConnection implements OutputHolder {
     return this.sendRaw(JSON.stringify(frame));
   }
 
-  sendRaw(text: string): SendResult {
-    return this.enqueue(text, false);
+  /** Queues one encoded frame (a Buffer is sent as a text frame: it must hold UTF-8 JSON). */
+  sendRaw(frame: string | Buffer): SendResult {
+    return this.enqueue(frame, false);
   }
 
   /**
@@ -206,10 +210,10 @@ export class RelayConnection implements OutputHolder {
     this.budget.untrack(this);
   }
 
-  private enqueue(text: string, terminal: boolean): SendResult {
+  private enqueue(frame: string | Buffer, terminal: boolean): SendResult {
     if (this.isCancelled) return 'closed';
     const reserve = terminal ? TERMINAL_RESERVE_BYTES : 0;
-    const bytes = Buffer.byteLength(text);
+    const bytes = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
     const fits =
       (terminal || this.inflightSends < this.limits.sendBuffer) &&
       (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes + reserve) &&
@@ -224,13 +228,15 @@ export class RelayConnection implements OutputHolder {
     this.queued += bytes;
     this.budget.add(bytes);
     this.corkUntilNextTick();
-    this.ws.send(text, () => {
+    const written = () => {
       this.inflightSends -= 1;
       if (this.released) return;
       this.queued -= bytes;
       this.budget.release(bytes);
       if (this.congested && this.queued <= this.limits.maxQueuedBytes / 2) this.congested = false;
-    });
+    };
+    if (typeof frame === 'string') this.ws.send(frame, written);
+    else this.ws.send(frame, TEXT_FRAME, written);
     return 'sent';
   }
 
@@ -253,6 +259,11 @@ export class RelayConnection implements OutputHolder {
     this.corked = true;
     socket.cork();
     process.nextTick(() => this.uncork());
+  }
+
+  /** Hands what this turn queued to the socket now, in one write, instead of on the next tick. */
+  flush(): void {
+    this.uncork();
   }
 
   private uncork(): void {

@@ -16,18 +16,18 @@ import { SearchService } from '../events/search.service.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
-import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
+import { pageTarget, sendPageTurn } from './history-page.js';
+import { OutputTurns } from './output-turns.js';
 import { RelayConnection } from './relay-connection.js';
 
 export const MAX_SUBSCRIPTIONS = 1024;
 export const SEARCH_PAGE_SIZE = 100;
 export const SEARCH_MAX_PAGES = 10;
-const YIELD_EVERY = 100;
 
 @Injectable()
 export class ReqHandler {
@@ -41,6 +41,7 @@ export class ReqHandler {
     private readonly limits: RateLimitService,
     private readonly bans: BanGate,
     private readonly enforcer: BanEnforcer,
+    private readonly turns: OutputTurns,
   ) {}
 
   async handleReq(conn: RelayConnection, subId: string, filters: NostrFilter[], reqSeq: number): Promise<void> {
@@ -152,26 +153,26 @@ export class ReqHandler {
 
   private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[], scope: ReadScope): Promise<void> {
     const started = process.hrtime.bigint();
-    const prefix = `["EVENT",${JSON.stringify(subId)},`;
-    let sent = 0;
+    const target = pageTarget(conn, subId, token);
     // Output that does not fit ends the subscription (CLOSED, no EOSE) and stops the read:
     // leaving the loop closes the cursor, so nothing more is fetched or encoded.
     if (!conn.hasOutputRoom()) return conn.shedSubscription(subId, token);
+    let filterIndex = 0;
+    let eose = false;
     try {
+      // One batch per filter. The page goes out in turns (OutputTurns), EOSE in the last one, so
+      // a storm's pages do not hold the event loop.
       for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
-        for (const ev of batch) {
-          if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
-          if (!conn.owns(subId, token)) return;
+        const last = ++filterIndex === filters.length;
+        for (let at = 0; at < batch.length || (last && !eose); ) {
+          const step = await this.turns.run(() => sendPageTurn(target, batch, at, last));
+          if (step.stop === 'gone') return;
+          if (step.stop === 'full') return conn.shedSubscription(subId, token);
+          at = step.next;
+          eose = step.eose === true;
           // Over budget, nothing more is encoded until the client drains its output; a client
           // that stopped reading loses the subscription instead.
-          const frame = prefix + eventJson(ev) + ']';
-          const bytes = Buffer.byteLength(frame);
-          if (!conn.roomFor(bytes) && !(await conn.waitForRoom(bytes))) return conn.shedSubscription(subId, token);
-          if (!conn.owns(subId, token)) return;
-          const result = conn.sendRaw(frame);
-          if (result === 'full') return conn.shedSubscription(subId, token);
-          if (result === 'closed') return;
-          if (++sent % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+          if (step.waitBytes !== undefined && !(await conn.waitForRoom(step.waitBytes))) return conn.shedSubscription(subId, token);
         }
       }
     } catch (err) {
@@ -179,7 +180,7 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
-    if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
+    if (!eose && conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
     this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 

@@ -6,12 +6,13 @@ import { BanEnforcer } from './ban-enforcer.service.js';
 import { EventHandler } from './event.handler.js';
 import { HandlerGate } from './handler-gate.js';
 import { LiveFanout } from './live-fanout.service.js';
+import { OutputTurns } from './output-turns.js';
 import { RelayGateway } from './relay.gateway.js';
 import { ReqHandler } from './req.handler.js';
 
 @Module({
   imports: [EventsModule],
-  providers: [HandlerGate, LiveFanout, BanEnforcer, AccessRevoker, AuthHandler, EventHandler, ReqHandler, RelayGateway],
+  providers: [{ provide: OutputTurns, useFactory: () => new OutputTurns() }, HandlerGate, LiveFanout, BanEnforcer, AccessRevoker, AuthHandler, EventHandler, ReqHandler, RelayGateway],
   exports: [RelayGateway],
 })
 export class SubscriptionsModule {}
