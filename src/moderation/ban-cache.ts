@@ -31,9 +31,15 @@ export class BanCache {
   private readonly clearTtlMs: number;
   private trusted = false;
   private currentVersion = 0;
+  private readonly changeListeners: Array<(key: string | undefined) => void> = [];
 
   constructor(@Inject(APP_CONFIG) config: Pick<AppConfig, 'banRecheckMs'>) {
     this.clearTtlMs = config.banRecheckMs;
+  }
+
+  /** Called on every change: with the `community:pubkey` key, or undefined when everything went. */
+  onChange(listener: (key: string | undefined) => void): void {
+    this.changeListeners.push(listener);
   }
 
   get version(): number {
@@ -53,11 +59,14 @@ export class BanCache {
   flush(): void {
     this.entries.clear();
     this.currentVersion += 1;
+    for (const listener of this.changeListeners) listener(undefined);
   }
 
   invalidate(communityId: string, pubkey: string): void {
-    this.entries.delete(keyOf(communityId, pubkey));
+    const key = keyOf(communityId, pubkey);
+    this.entries.delete(key);
     this.currentVersion += 1;
+    for (const listener of this.changeListeners) listener(key);
   }
 
   /** True banned, false not banned, undefined unknown (read the writer). */

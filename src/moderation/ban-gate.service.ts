@@ -28,7 +28,10 @@ export class BanGate {
   constructor(
     private readonly moderation: ModerationRepository,
     private readonly cache: BanCache,
-  ) {}
+  ) {
+    // A read under way when a ban changed answers its callers, but no later caller joins it.
+    cache.onChange((key) => this.expiries.forget((k) => key === undefined || k === key));
+  }
 
   /**
    * True when the pubkey, or the NIP-OA owner its session proved (an owner's ban cascades to the
