@@ -20,6 +20,7 @@ import * as m0017 from './0017_agent_owners.js';
 import * as m0018 from './0018_event_tags.js';
 import * as m0019 from './0019_prune_deleted_events.js';
 import * as m0020 from './0020_channel_invites.js';
+import * as m0021 from './0021_bans_notify.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0018_event_tags': m0018,
   '0019_prune_deleted_events': m0019,
   '0020_channel_invites': m0020,
+  '0021_bans_notify': m0021,
 };

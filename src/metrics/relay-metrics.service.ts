@@ -22,5 +22,6 @@ export class RelayMetrics {
   readonly fanoutRecipients = histogram({ name: 'buzz_fanout_recipients', help: 'Subscriptions an event was sent to', buckets: [0, 1, 5, 10, 25, 50, 100, 500, 1000] });
   readonly countFallbackRejections = counter({ name: 'buzz_count_fallback_rejections_total', help: 'COUNT filters refused because their fallback had too many candidate rows' });
   readonly reqDuration = histogram({ name: 'buzz_req_history_seconds', help: 'REQ history time until EOSE', buckets: SECONDS_BUCKETS });
+  readonly banListenerConnected = gauge({ name: 'buzz_ban_listener_connected', help: '1 while this pod LISTENs for ban changes on its own writer connection, 0 otherwise' });
   readonly readinessState = gauge({ name: 'buzz_readiness_state', help: '1 when ready, 0 otherwise' });
 }

@@ -100,6 +100,21 @@ export class ModerationRepository {
     return new Set(rows.map((r) => `${r.community_id}:${r.pubkey}`));
   }
 
+  /**
+   * The bans in force now among (community, pubkey) pairs: `community:pubkey` → when the ban ends,
+   * in epoch milliseconds (Infinity: no expiry); pairs not banned are absent. One statement, one
+   * primary-key probe per pair (BanGate's cached read path; callers bound the list).
+   */
+  async banExpiries(pairs: ReadonlyArray<{ readonly communityId: string; readonly pubkey: string }>): Promise<Map<string, number>> {
+    if (pairs.length === 0) return new Map();
+    const { rows } = await this.routed.onWriter('authorization', (db) => sql<{ community_id: string; pubkey: string; until_ms: string | null }>`
+      select b.community_id, b.pubkey, (extract(epoch from b.expires_at) * 1000)::bigint as until_ms
+        from unnest(${pairs.map((p) => p.communityId)}::uuid[], ${pairs.map((p) => p.pubkey)}::text[]) as q(community_id, pubkey)
+        join bans b on b.community_id = q.community_id and b.pubkey = q.pubkey
+       where b.expires_at is null or b.expires_at > now()`.execute(db));
+    return new Map(rows.map((r) => [`${r.community_id}:${r.pubkey}`, r.until_ms === null ? Infinity : Number(r.until_ms)]));
+  }
+
   /** Coalesced like restrictionOf (never cached). */
   isAllowlisted(communityId: string, pubkey: string): Promise<boolean> {
     return this.allowlisted.get({ communityId, pubkey });

@@ -1,12 +1,15 @@
 /**
  * Bans reach sockets that are already open (relay.md §2.9 "a ban after auth"). A ban is written
  * outside any connection, so an authenticated socket learns of it in one of three ways:
+ *  - the immediate hook: every change to `bans` reaches every pod as a `buzz_bans` notification
+ *    (BanNotifyListener → BanNotices.announce), which re-checks that key's sockets on this pod;
+ *    when the listener (re)connects, or `bans` is truncated, every socket is re-checked;
  *  - the periodic sweep: every `BUZZ_BAN_RECHECK_MS` the pod reads the ban state of every
  *    (community, pubkey) it holds an authenticated socket for, and of the NIP-OA owners those
  *    sockets proved, in statements of at most SWEEP_CHUNK pairs run one after another (one writer
- *    connection at a time; a sweep still running when the next is due is skipped);
- *  - the immediate hook: BanNotices.announce re-checks one key's sockets on this pod at once;
- *  - its own next REQ or COUNT, whose admission reads the ban state (ReqHandler).
+ *    connection at a time; a sweep still running when the next is due is skipped). It is the
+ *    backstop for notifications lost without the listener noticing;
+ *  - its own next REQ or COUNT, whose admission checks the ban state (ReqHandler, BanGate).
  * A banned socket has each subscription ended with `CLOSED "blocked: you are banned from this
  * community"` and is then closed with 1008 "access revoked".
  */
@@ -27,7 +30,10 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('BanEnforcer');
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeResync: (() => void) | undefined;
   private sweeping = false;
+  /** A resync asked for a pass while one was running: run another when it ends. */
+  private sweepAgain = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -41,11 +47,14 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
     this.timer = setInterval(() => void this.sweep(), this.config.banRecheckMs);
     this.timer.unref();
     this.unsubscribe = this.notices.subscribe((communityId, pubkey) => this.recheck(communityId, pubkey));
+    // A pass already running may have read before the missed change: queue one after it.
+    this.unsubscribeResync = this.notices.onResync(() => this.sweep({ queue: true }));
   }
 
   onModuleDestroy(): void {
     clearInterval(this.timer);
     this.unsubscribe?.();
+    this.unsubscribeResync?.();
   }
 
   /**
@@ -61,9 +70,15 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
     conn.cancel(1008, 'access revoked');
   }
 
-  /** One pass over this pod's authenticated sockets. A failed read keeps them; the next pass retries. */
-  async sweep(): Promise<void> {
-    if (this.sweeping) return;
+  /**
+   * One pass over this pod's authenticated sockets. A failed read keeps them; the next pass
+   * retries. A pass asked for while one runs is skipped, or with `queue` runs after it.
+   */
+  async sweep(opts: { queue?: boolean } = {}): Promise<void> {
+    if (this.sweeping) {
+      if (opts.queue) this.sweepAgain = true;
+      return;
+    }
     this.sweeping = true;
     try {
       const holders = this.holdersByKey();
@@ -78,6 +93,10 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
       this.logger.warn({ err: (err as Error).message }, 'ban re-check failed; open sockets are re-checked at the next pass');
     } finally {
       this.sweeping = false;
+    }
+    if (this.sweepAgain) {
+      this.sweepAgain = false;
+      await this.sweep();
     }
   }
 

@@ -134,12 +134,14 @@ export class ReqHandler {
 
   /**
    * A key banned since its AUTH (or whose proved NIP-OA owner is) reads nothing more: this
-   * request is refused and the connection revoked. A failed ban read refuses (fail closed).
+   * request is refused and the connection revoked. The answer comes from this pod's ban cache
+   * when it has one (no query; see BanCache), else from the writer. A failed ban read refuses
+   * (fail closed).
    */
   private async refusedForBan(conn: RelayConnection, subId: string): Promise<boolean> {
     let banned: boolean;
     try {
-      banned = await this.bans.isBanned(conn.communityId, conn.pubkey!, conn.nipOaOwner);
+      banned = await this.bans.isBannedForRead(conn.communityId, conn.pubkey!, conn.nipOaOwner);
     } catch (err) {
       conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'ban check failed');
       conn.send(['CLOSED', subId, 'error: database error']);

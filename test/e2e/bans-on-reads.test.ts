@@ -1,18 +1,22 @@
 /**
  * Bans apply to reads (issue 21, finding 2; relay.md §2.2, §2.9): a key banned after its AUTH has
  * its open subscriptions ended with `CLOSED "blocked: you are banned from this community"` and its
- * socket closed with 1008 "access revoked", without sending anything; its next REQ or COUNT is
+ * socket closed with 1008 "access revoked", without sending anything; a REQ or COUNT it sends is
  * refused the same way; `/query` and `/count` refuse it with 403. Other keys in the community keep
  * reading. A timeout is a write block only: the timed-out key keeps reading.
  *
- * Two relays on one writer + replica pair: `sweeping` re-checks bans every 200 ms, `admitting`
- * never within a test's lifetime (so only a request's own admission can see the ban).
+ * Bans are written with plain SQL on the writer. Three relays on one writer + replica pair:
+ * `sweeping` re-checks bans every 200 ms; `admitting` and `second` never within a test's lifetime,
+ * so on them a ban arrives only through the `buzz_bans` notification (migration 0021), a
+ * request's own admission, or the re-check of every socket after the ban listener reconnects
+ * (issue 17: admission answers from a per-pod ban cache).
  */
 import { finalizeEvent, type VerifiedEvent } from 'nostr-tools/pure';
 import { mintAuthTag } from '../harness/nip-oa-tag.js';
 import { authTemplate, Frame, Identity, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
 import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
+import { eventually } from '../harness/eventually.js';
 
 const BANNED = 'blocked: you are banned from this community';
 const LIMITS = {
@@ -25,6 +29,7 @@ const LIMITS = {
 let fixture: RelayFixture;
 let admitting: RelayProcess;
 let sweeping: RelayProcess;
+let second: RelayProcess;
 const alice = newIdentity();
 const bob = newIdentity();
 const clients: RawClient[] = [];
@@ -33,11 +38,14 @@ beforeAll(async () => {
   fixture = await startRelayFixture({ ...LIMITS, BUZZ_BAN_RECHECK_MS: '3600000' });
   admitting = fixture.relay;
   sweeping = await startRelay(relayEnv(fixture.db, { ...LIMITS, BUZZ_BAN_RECHECK_MS: '200' }));
+  second = await startRelay(relayEnv(fixture.db, { ...LIMITS, BUZZ_BAN_RECHECK_MS: '3600000' }));
+  await eventually('every relay listens for ban changes', async () => (await listenerPids()).length === 3);
 });
 
 afterAll(async () => {
   for (const c of clients) c.close();
   await sweeping?.stop();
+  await second?.stop();
   await fixture?.close();
 });
 
@@ -62,6 +70,41 @@ async function noteReaches(a: RawClient, c: RawClient, subId: string, content: s
   expect(await a.publish(note)).toEqual([true, '']);
   await c.waitFor((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as { id: string }).id === note.id, 5000, from);
   return note;
+}
+
+/** The relays' ban-listener sessions on this test's database. */
+async function listenerPids(): Promise<number[]> {
+  const { rows } = await fixture.writer.query<{ pid: number }>(`select pid from pg_stat_activity where application_name = 'buzz-relay-ban-listener' and datname = current_database()`);
+  return rows.map((r) => r.pid);
+}
+
+async function listenerGauge(relay: RelayProcess): Promise<string | undefined> {
+  const text = await (await fetch(relay.metricsUrl)).text();
+  return /^buzz_ban_listener_connected (\S+)$/m.exec(text)?.[1];
+}
+
+/** The socket's subscriptions are ended with the ban reason and it is closed 1008. */
+async function expectRevoked(c: RawClient, subId: string): Promise<void> {
+  expect(await c.waitFor((f) => f[0] === 'CLOSED' && f[1] === subId)).toEqual(['CLOSED', subId, BANNED]);
+  expect(await c.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+}
+
+/**
+ * Sends `verb` requests one after another until the ban has reached the socket. A request the pod
+ * handled before the ban's notification arrived may be answered; after it, none is: the request
+ * gets `CLOSED <sub> blocked:` (admission), or the socket is closed 1008 first (the enforcer).
+ */
+async function pollUntilRefused(c: RawClient, verb: 'REQ' | 'COUNT', timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; !c.closed; i++) {
+    if (Date.now() > deadline) throw new Error(`${verb} still served ${timeoutMs} ms after the ban`);
+    const sub = `${verb}-${i}`;
+    const from = c.frames.length;
+    c.send([verb, sub, { kinds: [1] }]);
+    const answer = await c.waitFor((f) => f[1] === sub && (f[0] === 'EOSE' || f[0] === 'COUNT' || f[0] === 'CLOSED'), 5000, from).catch(() => undefined);
+    if (answer?.[0] === 'CLOSED') expect(answer).toEqual(['CLOSED', sub, BANNED]);
+  }
+  expect(await c.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
 }
 
 function eventsAfter(c: RawClient, from: number): Frame[] {
@@ -117,7 +160,7 @@ describe('a ban reaches open sockets', () => {
 });
 
 describe('a banned key’s requests are refused at admission', () => {
-  it('refuses REQ and COUNT, ends the socket’s other subscriptions and closes it; another key is served', async () => {
+  it('refuses REQ and COUNT once the ban reaches the pod, ends the socket’s other subscriptions and closes it; another key is served', async () => {
     const mallory = newIdentity();
     const m1 = await connect(admitting, mallory);
     const m2 = await connect(admitting, mallory);
@@ -126,15 +169,8 @@ describe('a banned key’s requests are refused at admission', () => {
     expect((await m2.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
 
     await ban(mallory);
-    expect((await m1.req('again', { kinds: [1] })).end).toEqual(['CLOSED', 'again', BANNED]);
-    expect(await m1.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes')).toEqual(['CLOSED', 'notes', BANNED]);
-    expect(await m1.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
-
-    const from = m2.frames.length;
-    m2.send(['COUNT', 'c', { kinds: [1] }]);
-    expect(await m2.waitFor((f) => f[1] === 'c', 5000, from)).toEqual(['CLOSED', 'c', BANNED]);
-    expect(await m2.waitFor((f) => f[0] === 'CLOSED' && f[1] === 'notes', 5000, from)).toEqual(['CLOSED', 'notes', BANNED]);
-    expect(await m2.waitClosed()).toEqual({ code: 1008, reason: 'access revoked' });
+    await Promise.all([pollUntilRefused(m1, 'REQ'), pollUntilRefused(m2, 'COUNT')]);
+    for (const m of [m1, m2]) expect(m.frames.filter((f) => f[0] === 'CLOSED' && f[1] === 'notes')).toEqual([['CLOSED', 'notes', BANNED]]);
 
     expect((await b.req('again', { kinds: [1] })).end).toEqual(['EOSE', 'again']);
     const fromB = b.frames.length;
@@ -152,6 +188,47 @@ describe('a banned key’s requests are refused at admission', () => {
     expect(await post(admitting, mallory, '/count', via)).toEqual({ status: 403, body: { error: BANNED } });
     expect((await post(admitting, bob, '/query', via)).status).toBe(200);
     expect((await post(admitting, bob, '/count', via)).status).toBe(200);
+  });
+});
+
+describe('a ban written by SQL reaches every pod through the notification (no periodic re-check)', () => {
+  it('closes the banned key’s sockets on two pods; its new AUTH is refused; another key keeps reading and its socket stays open', async () => {
+    const mallory = newIdentity();
+    const b = await connect(second, bob);
+    const [m1, m2] = [await connect(admitting, mallory), await connect(second, mallory)];
+    for (const c of [m1, m2, b]) expect((await c.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+
+    await ban(mallory);
+    await expectRevoked(m1, 'notes');
+    await expectRevoked(m2, 'notes');
+    expect((await b.req('later', { kinds: [1] })).end).toEqual(['EOSE', 'later']);
+    expect(b.closed).toBeUndefined();
+    await expect(RawClient.authed(second.wsUrl, mallory)).rejects.toThrow();
+  });
+
+  it('still closes them when the listeners’ sessions are terminated, and the listeners come back', async () => {
+    const mallory = newIdentity();
+    const [m1, m2] = [await connect(admitting, mallory), await connect(second, mallory)];
+    for (const c of [m1, m2]) expect((await c.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+    const before = await listenerPids();
+    expect(before).toHaveLength(3);
+
+    await fixture.writer.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'buzz-relay-ban-listener' and datname = current_database()`);
+    await ban(mallory);
+    await expectRevoked(m1, 'notes');
+    await expectRevoked(m2, 'notes');
+    await eventually('every relay listens again on a new session', async () => {
+      const now = await listenerPids();
+      return now.length === 3 && now.every((pid) => !before.includes(pid));
+    });
+    for (const relay of [admitting, second, sweeping]) expect(await listenerGauge(relay)).toBe('1');
+
+    // And notifications flow on the new sessions.
+    const eve = newIdentity();
+    const e = await connect(second, eve);
+    expect((await e.req('notes', { kinds: [1] })).end).toEqual(['EOSE', 'notes']);
+    await ban(eve);
+    await expectRevoked(e, 'notes');
   });
 });
 

@@ -14,6 +14,7 @@ import { jest } from '@jest/globals';
 import { Pool, PoolClient } from 'pg';
 import { ChannelAccessService } from '../../src/channels/channel-access.service.js';
 import { ChannelRepository } from '../../src/channels/channel.repository.js';
+import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate } from '../../src/moderation/ban-gate.service.js';
 import { ModerationRepository, Restriction } from '../../src/moderation/moderation.repository.js';
 import { CommunityRepository } from '../../src/tenancy/community.repository.js';
@@ -89,7 +90,7 @@ async function insertBan(client: Pool | PoolClient, pubkey: string): Promise<voi
 describe('ban and timeout state (never cached)', () => {
   it('many concurrent lookups of one key cost one statement, and see a ban committed while it waited', async () => {
     const mallory = newIdentity().pubkey;
-    const gate = new BanGate(moderation);
+    const gate = new BanGate(moderation, new BanCache({ banRecheckMs: 5000 }));
     const before = await statements('authentication');
     const lock = await holdLock('bans');
     const first = moderation.restrictionOf(communityId, mallory);
@@ -146,7 +147,7 @@ describe('ban and timeout state (never cached)', () => {
     expect(new Set(answers.map((a) => a.kind))).toEqual(new Set(['none']));
     await insertBan(admin, frank);
     expect(await moderation.restrictionOf(communityId, frank)).toEqual({ kind: 'banned' });
-    expect(await new BanGate(moderation).isBanned(communityId, frank)).toBe(true);
+    expect(await new BanGate(moderation, new BanCache({ banRecheckMs: 5000 })).isBanned(communityId, frank)).toBe(true);
   });
 });
 

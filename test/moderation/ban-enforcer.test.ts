@@ -11,6 +11,7 @@ import { WebSocket } from 'ws';
 import type { AppConfig } from '../../src/config/app-config.js';
 import { NostrFilter } from '../../src/common/nostr.types.js';
 import { communityWide } from '../../src/events/read-scope.js';
+import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate, BANNED_REASON } from '../../src/moderation/ban-gate.service.js';
 import { BanNotices } from '../../src/moderation/ban-notices.js';
 import { ModerationRepository } from '../../src/moderation/moderation.repository.js';
@@ -42,7 +43,7 @@ beforeAll(async () => {
   moderation = new ModerationRepository(layer.database, layer.routed);
   notices = new BanNotices();
   const fanout = { connections: () => open.values() } as unknown as LiveFanout;
-  enforcer = new BanEnforcer({ banRecheckMs: 3_600_000 } as AppConfig, fanout, moderation, new BanGate(moderation), notices);
+  enforcer = new BanEnforcer({ banRecheckMs: 3_600_000 } as AppConfig, fanout, moderation, new BanGate(moderation, new BanCache({ banRecheckMs: 5000 })), notices);
   enforcer.onModuleInit();
 });
 
