@@ -64,6 +64,12 @@ export interface RelayLimits {
 
 export interface RateLimitConfig {
   readonly humanWsEventsPerSec: number;
+  /**
+   * `BUZZ_RATE_LIMIT_HUMAN_WS_BURST` (at least the per-second rate; default 30, or the rate when
+   * higher): WebSocket EVENT/REQ/COUNT frames a pubkey that was idle may send at once, so a client
+   * can open its subscriptions on connect; the bucket refills at `humanWsEventsPerSec`.
+   */
+  readonly humanWsBurst: number;
   readonly humanMessagesPerMin: number;
   readonly humanApiCallsPerMin: number;
   /** Sessions that carry a proved NIP-OA owner (agents) get the agent-standard tier. */
@@ -237,13 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       maxFrameBytes: r.int('BUZZ_MAX_FRAME_BYTES', 524_288, 1, 64 * 1024 * 1024),
       slowClientGraceLimit: r.int('BUZZ_SLOW_CLIENT_GRACE_LIMIT', 15, 1, 1_000_000),
     },
-    rateLimits: {
-      humanWsEventsPerSec: r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000),
-      humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
-      humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
-      agentStandardMessagesPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN', 120, 1, 1_000_000),
-      agentStandardApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_API_CALLS_PER_MIN', 600, 1, 1_000_000),
-    },
+    rateLimits: rateLimits(r),
     scaleOut: {
       redisUrl: r.optionalUrl('BUZZ_REDIS_URL', ['redis:', 'rediss:']),
       presenceTtlSecs: r.present('BUZZ_EPHEMERAL_TTL_OVERRIDE')
@@ -276,6 +276,26 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
 function xPubkeyTrust(r: EnvReader): XPubkeyTrust {
   if (r.present('BUZZ_REQUIRE_AUTH_TOKEN')) return r.bool('BUZZ_REQUIRE_AUTH_TOKEN', true) ? 'never' : 'always';
   return r.present('DATABASE_URL') ? 'never' : 'loopback';
+}
+
+export const DEFAULT_WS_BURST = 30;
+
+function rateLimits(r: EnvReader): RateLimitConfig {
+  const humanWsEventsPerSec = r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000);
+  return {
+    humanWsEventsPerSec,
+    humanWsBurst: r.int(
+      'BUZZ_RATE_LIMIT_HUMAN_WS_BURST',
+      Math.max(DEFAULT_WS_BURST, humanWsEventsPerSec),
+      humanWsEventsPerSec,
+      1_000_000,
+      `must be an integer in ${humanWsEventsPerSec}..1000000 (at least BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC)`,
+    ),
+    humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
+    humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
+    agentStandardMessagesPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN', 120, 1, 1_000_000),
+    agentStandardApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_API_CALLS_PER_MIN', 600, 1, 1_000_000),
+  };
 }
 
 function httpTimeouts(r: EnvReader): HttpTimeouts {
