@@ -180,6 +180,20 @@ export interface AppConfig {
    * the client (issue 17).
    */
   readonly authVerifyTimeoutMs: number;
+  readonly authHold: AuthHoldLimits;
+}
+
+/**
+ * What a new connection may send before its AUTH succeeds (clients subscribe and publish right
+ * after connecting): those frames are held, in order, and run once AUTH succeeds, or are refused
+ * with the usual reasons when it fails or the AUTH deadline passes. Frames past either bound are
+ * refused at once. Worst case held per process: BUZZ_MAX_CONNECTIONS x maxBytes.
+ */
+export interface AuthHoldLimits {
+  /** `BUZZ_AUTH_HOLD_FRAMES` (0..10000, default 30; 0 = nothing is held). */
+  readonly maxFrames: number;
+  /** `BUZZ_AUTH_HOLD_BYTES` (0..67108864, default 262144): the held frames' total size. */
+  readonly maxBytes: number;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -263,6 +277,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     relayPrivateKey: r.hex64('BUZZ_RELAY_PRIVATE_KEY'),
     banRecheckMs: r.int('BUZZ_BAN_RECHECK_MS', 5000, 100, 3_600_000),
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
+    authHold: {
+      maxFrames: r.int('BUZZ_AUTH_HOLD_FRAMES', 30, 0, 10_000),
+      maxBytes: r.int('BUZZ_AUTH_HOLD_BYTES', 256 * 1024, 0, 64 * MIB),
+    },
   };
   r.throwIfInvalid();
   return deepFreeze(config);
