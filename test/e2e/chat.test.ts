@@ -265,7 +265,10 @@ describe('refusals', () => {
   it('applies the WebSocket quota with a retry hint', async () => {
     const carol = newIdentity();
     const c = await RawClient.authed(relay.wsUrl, carol);
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => c.publish(carol.sign({ kind: 1, content: `q${i}` }))));
+    // Signed first, then sent together: the quota is a token bucket (burst 50 here, refilled at
+    // 50/s), so the frames must arrive faster than it refills.
+    const events = Array.from({ length: 60 }, (_, i) => carol.sign({ kind: 1, content: `q${i}` }));
+    const results = await Promise.all(events.map((ev) => c.publish(ev)));
     const limited = results.filter(([ok]) => !ok);
     expect(limited.length).toBeGreaterThan(0);
     expect(limited[0][1]).toMatch(/^rate-limited: quota exceeded; retry in \d+s$/);
