@@ -160,7 +160,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, bytes: number): void {
     if (conn.authHold.offer(msg, bytes)) return;
     // Answered ahead of the held frames, so it supersedes held REQs for its id (NIP-01).
-    if (msg.type === 'REQ' || msg.type === 'CLOSE') conn.authHold.supersede(msg.subId);
+    if ((msg.type === 'REQ' || msg.type === 'CLOSE' || msg.type === 'INVALID') && msg.subId !== undefined) conn.authHold.supersede(msg.subId);
     this.refuse(conn, msg);
   }
 
