@@ -7,6 +7,7 @@
  * own connection (a plain WebSocket here), and that message must reach the library live: a
  * library that echoes its own publishes locally cannot pass for the relay.
  */
+import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { finalizeEvent } from 'nostr-tools/pure';
 import { hexToBytes } from 'nostr-tools/utils';
@@ -17,8 +18,9 @@ export const sk = hexToBytes(input.sk);
 const peerSk = hexToBytes(input.peerSk);
 export const filter = { kinds: [9], '#h': [input.channel] };
 
+/** A channel message; the nonce keeps two runs in the same second from sending the same event. */
 export function message(content) {
-  return { kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [['h', input.channel]], content };
+  return { kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [['h', input.channel]], content: `${content} ${randomUUID()}` };
 }
 
 export function signed(content) {
