@@ -28,6 +28,17 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c.database)).toBe(true);
   });
 
+  it('holds frames before AUTH and admits a connect-time burst by default', () => {
+    const c = loadConfig({});
+    expect(c.authHold).toEqual({ maxFrames: 30, maxBytes: 262144 });
+    expect(c.rateLimits.humanWsEventsPerSec).toBe(10);
+    expect(c.rateLimits.humanWsBurst).toBe(30);
+    // The burst follows a higher rate unless set, and may not be below it.
+    expect(loadConfig({ BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '50' }).rateLimits.humanWsBurst).toBe(50);
+    expect(loadConfig({ BUZZ_RATE_LIMIT_HUMAN_WS_BURST: '12' }).rateLimits.humanWsBurst).toBe(12);
+    expect(problemsOf({ BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '50', BUZZ_RATE_LIMIT_HUMAN_WS_BURST: '40' })[0]).toContain('50..1000000');
+  });
+
   it('takes the reader size from the writer size unless set', () => {
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7' }).database.readPoolSize).toBe(7);
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);
@@ -50,6 +61,9 @@ describe('loadConfig', () => {
     ['PORT', '70000', '0..65535'],
     ['BUZZ_AUTO_MIGRATE', 'maybe', 'true/false'],
     ['DATABASE_URL', 'mysql://x', 'postgres:'],
+    ['BUZZ_AUTH_HOLD_FRAMES', '-1', '0..10000'],
+    ['BUZZ_AUTH_HOLD_BYTES', 'lots', '0..67108864'],
+    ['BUZZ_RATE_LIMIT_HUMAN_WS_BURST', '9', '10..1000000 (at least BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC)'],
   ])('rejects %s=%s naming the variable and range', (name, value, expected) => {
     const problems = problemsOf({ [name]: value });
     expect(problems).toHaveLength(1);

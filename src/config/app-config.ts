@@ -64,6 +64,12 @@ export interface RelayLimits {
 
 export interface RateLimitConfig {
   readonly humanWsEventsPerSec: number;
+  /**
+   * `BUZZ_RATE_LIMIT_HUMAN_WS_BURST` (at least the per-second rate; default 30, or the rate when
+   * higher): WebSocket EVENT/REQ/COUNT frames a pubkey that was idle may send at once, so a client
+   * can open its subscriptions on connect; the bucket refills at `humanWsEventsPerSec`.
+   */
+  readonly humanWsBurst: number;
   readonly humanMessagesPerMin: number;
   readonly humanApiCallsPerMin: number;
   /** Sessions that carry a proved NIP-OA owner (agents) get the agent-standard tier. */
@@ -213,6 +219,20 @@ export interface AppConfig {
   readonly relayOperatorPubkeys: readonly string[];
   /** Problems that do not stop start-up (an ignored RELAY_OWNER_PUBKEY); logged once at start. */
   readonly warnings: readonly string[];
+  readonly authHold: AuthHoldLimits;
+}
+
+/**
+ * What a new connection may send before its AUTH succeeds (clients subscribe and publish right
+ * after connecting): those frames are held, in order, and run once AUTH succeeds, or are refused
+ * with the usual reasons when it fails or the AUTH deadline passes. Frames past either bound are
+ * refused at once. Worst case held per process: BUZZ_MAX_CONNECTIONS x maxBytes.
+ */
+export interface AuthHoldLimits {
+  /** `BUZZ_AUTH_HOLD_FRAMES` (0..10000, default 30; 0 = nothing is held). */
+  readonly maxFrames: number;
+  /** `BUZZ_AUTH_HOLD_BYTES` (0..67108864, default 262144): the held frames' total size. */
+  readonly maxBytes: number;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -277,13 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       maxFrameBytes: r.int('BUZZ_MAX_FRAME_BYTES', 524_288, 1, 64 * 1024 * 1024),
       slowClientGraceLimit: r.int('BUZZ_SLOW_CLIENT_GRACE_LIMIT', 15, 1, 1_000_000),
     },
-    rateLimits: {
-      humanWsEventsPerSec: r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000),
-      humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
-      humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
-      agentStandardMessagesPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN', 120, 1, 1_000_000),
-      agentStandardApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_API_CALLS_PER_MIN', 600, 1, 1_000_000),
-    },
+    rateLimits: rateLimits(r),
     scaleOut: {
       redisUrl: r.optionalUrl('BUZZ_REDIS_URL', ['redis:', 'rediss:']),
       presenceTtlSecs: r.present('BUZZ_EPHEMERAL_TTL_OVERRIDE')
@@ -305,6 +319,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
     corsOrigins: corsOrigins(r),
     ...relayAuthorities(r),
+    authHold: {
+      maxFrames: r.int('BUZZ_AUTH_HOLD_FRAMES', 30, 0, 10_000),
+      maxBytes: r.int('BUZZ_AUTH_HOLD_BYTES', 256 * 1024, 0, 64 * MIB),
+    },
   };
   r.throwIfInvalid();
   return deepFreeze(config);
@@ -347,6 +365,26 @@ function originOf(entry: string): string | undefined {
   }
   const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
   return bare && (url.protocol === 'http:' || url.protocol === 'https:') ? url.origin : undefined;
+}
+
+export const DEFAULT_WS_BURST = 30;
+
+function rateLimits(r: EnvReader): RateLimitConfig {
+  const humanWsEventsPerSec = r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000);
+  return {
+    humanWsEventsPerSec,
+    humanWsBurst: r.int(
+      'BUZZ_RATE_LIMIT_HUMAN_WS_BURST',
+      Math.max(DEFAULT_WS_BURST, humanWsEventsPerSec),
+      humanWsEventsPerSec,
+      1_000_000,
+      `must be an integer in ${humanWsEventsPerSec}..1000000 (at least BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC)`,
+    ),
+    humanMessagesPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN', 60, 1, 1_000_000),
+    humanApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN', 300, 1, 1_000_000),
+    agentStandardMessagesPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_MESSAGES_PER_MIN', 120, 1, 1_000_000),
+    agentStandardApiCallsPerMin: r.int('BUZZ_RATE_LIMIT_AGENT_STANDARD_API_CALLS_PER_MIN', 600, 1, 1_000_000),
+  };
 }
 
 function httpTimeouts(r: EnvReader): HttpTimeouts {

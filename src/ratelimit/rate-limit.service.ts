@@ -7,6 +7,7 @@ import { rateLimitKey } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
 import { Bucket, SharedSlidingWindow } from './shared-sliding-window.js';
 import { quotaMessage, SlidingWindowLimiter } from './sliding-window.js';
+import { TokenBucketLimiter } from './token-bucket.js';
 
 export type WsVerb = 'EVENT' | 'REQ' | 'COUNT';
 /** `agent`: the session carries a proved NIP-OA owner (relay.md §2.4: 120 messages/min instead of 60). */
@@ -25,16 +26,17 @@ const SHARED_KEY: Record<BucketName, 'ws' | 'msg' | 'api'> = { ws: 'ws', msg: 'm
 
 /**
  * Per-(community, pubkey) quotas (relay.md §2.4, §3.1 step 4): WebSocket
- * EVENT/REQ/COUNT frames per second, EVENT messages per minute, HTTP bridge calls
- * per minute (`POST /events` spends a message too). AUTH and CLOSE are never limited. With BUZZ_REDIS_URL the counters
+ * EVENT/REQ/COUNT frames per second (a token bucket: a burst of
+ * BUZZ_RATE_LIMIT_HUMAN_WS_BURST, then the per-second rate), EVENT messages per minute, HTTP bridge
+ * calls per minute (`POST /events` spends a message too). AUTH and CLOSE are never limited. With BUZZ_REDIS_URL the counters
  * are shared by every pod and a Redis failure refuses the request (fail closed),
  * or with BUZZ_REDIS_FAIL_MODE=local is counted in this process instead; without
  * BUZZ_REDIS_URL they live in this process.
  */
 @Injectable()
 export class RateLimitService {
-  private readonly local: Record<BucketName, SlidingWindowLimiter>;
-  private readonly windows: Record<BucketName, { limit: number; windowMs: number }>;
+  private readonly local: Record<BucketName, SlidingWindowLimiter | TokenBucketLimiter>;
+  private readonly windows: Record<BucketName, { limit: number; windowMs: number; burst?: number }>;
   private readonly shared: SharedSlidingWindow | undefined;
   private readonly localFallback: boolean;
   private readonly fallbacks = counter({
@@ -47,14 +49,16 @@ export class RateLimitService {
   constructor(@Inject(APP_CONFIG) config: AppConfig, redis: RedisService) {
     const r = config.rateLimits;
     this.windows = {
-      ws: { limit: r.humanWsEventsPerSec, windowMs: 1000 },
+      // A token bucket: a new connection may open its subscriptions at once (the burst), a
+      // flood is held to the per-second rate.
+      ws: { limit: r.humanWsEventsPerSec, windowMs: 1000, burst: r.humanWsBurst },
       msg: { limit: r.humanMessagesPerMin, windowMs: 60_000 },
       api: { limit: r.humanApiCallsPerMin, windowMs: 60_000 },
       agent_msg: { limit: r.agentStandardMessagesPerMin, windowMs: 60_000 },
       agent_api: { limit: r.agentStandardApiCallsPerMin, windowMs: 60_000 },
     };
     const limiter = (name: BucketName) => new SlidingWindowLimiter(this.windows[name].limit, this.windows[name].windowMs);
-    this.local = { ws: limiter('ws'), msg: limiter('msg'), api: limiter('api'), agent_msg: limiter('agent_msg'), agent_api: limiter('agent_api') };
+    this.local = { ws: new TokenBucketLimiter(r.humanWsEventsPerSec, r.humanWsBurst), msg: limiter('msg'), api: limiter('api'), agent_msg: limiter('agent_msg'), agent_api: limiter('agent_api') };
     this.localFallback = config.scaleOut.redisFailMode === 'local';
     this.shared = redis.enabled ? new SharedSlidingWindow(() => redis.client(), randomUUID()) : undefined;
   }

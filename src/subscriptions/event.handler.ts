@@ -5,6 +5,8 @@ import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 
+const NOT_AUTHENTICATED = 'auth-required: not authenticated';
+
 /** WS EVENT: the pre-checks of relay.md §5.1, then the shared ingest pipeline. */
 @Injectable()
 export class EventHandler {
@@ -47,8 +49,14 @@ export class EventHandler {
     }
   }
 
+  /** The answer to an EVENT from a connection that is not authenticated. */
+  refuseUnauthenticated(conn: RelayConnection, raw: unknown): void {
+    this.metrics.eventsRejected.inc({ transport: 'ws', reason: 'auth' });
+    conn.send(['OK', eventIdOf(raw), false, NOT_AUTHENTICATED]);
+  }
+
   private preCheck(conn: RelayConnection, raw: unknown): string | undefined {
-    if (conn.authState !== 'authenticated') return 'auth-required: not authenticated';
+    if (conn.authState !== 'authenticated') return NOT_AUTHENTICATED;
     const ev = raw as { pubkey?: unknown; kind?: unknown };
     if (ev.kind === 22242) return 'invalid: AUTH events cannot be submitted via EVENT';
     if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return 'invalid: event pubkey does not match authenticated identity';

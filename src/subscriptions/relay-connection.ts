@@ -11,6 +11,8 @@ import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import { NostrFilter } from '../common/nostr.types.js';
 import { ReadScope } from '../events/read-scope.js';
+import type { AuthHoldLimits } from '../config/app-config.js';
+import { AuthHold } from './auth-hold.js';
 import { OutputBudget, OutputHolder } from './output-budget.js';
 
 export interface LiveSubscription {
@@ -27,6 +29,8 @@ export interface ConnectionLimits {
   readonly slowClientGraceLimit: number;
   /** Output bytes queued for this client beyond which a send counts as "full". */
   readonly maxQueuedBytes: number;
+  /** Bounds on the frames held until AUTH succeeds; absent = nothing is held. */
+  readonly authHold?: AuthHoldLimits;
 }
 
 /** What the owner of the connections hears about output that did not fit. */
@@ -75,6 +79,8 @@ export class RelayConnection implements OutputHolder {
   pendingAuth: Promise<void> | undefined;
   /** AUTH frames received and not yet answered: while one is, the client-side AUTH deadline waits for the relay. */
   authFramesInFlight = 0;
+  /** EVENT/REQ/COUNT/CLOSE frames read while AUTH had no outcome yet, in order. */
+  readonly authHold: AuthHold;
   /** REQs read but not yet claimed: sub id → the frame's sequence number (latest wins). */
   private readonly pendingReqs = new Map<string, number>();
   private frameSeq = 0;
@@ -97,6 +103,7 @@ export class RelayConnection implements OutputHolder {
     private readonly output: OutputEvents,
     private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
   ) {
+    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0 });
     budget.track(this);
   }
 

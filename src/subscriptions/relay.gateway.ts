@@ -1,7 +1,7 @@
 /**
  * The NIP-01 WebSocket endpoint. Thin: it owns the connection lifecycle (AUTH
- * challenge, ping/pong, frame-size gate, teardown) and hands each parsed frame
- * to its verb's handler.
+ * challenge, ping/pong, frame-size gate, teardown), holds what a client sends
+ * before its AUTH has an outcome, and hands each parsed frame to its verb's handler.
  */
 import { Inject, OnModuleDestroy } from '@nestjs/common';
 import { OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
@@ -12,6 +12,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseClientMessage } from '../events/filter.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { HeldMessage } from './auth-hold.js';
 import { AuthHandler } from './auth.handler.js';
 import { EventHandler } from './event.handler.js';
 import { LiveFanout } from './live-fanout.service.js';
@@ -77,7 +78,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
 
   private open(ws: WebSocket, communityId: string, host: string): RelayConnection {
     const { sendBuffer, slowClientGraceLimit, sendBufferBytes } = this.config.limits;
-    const limits = { sendBuffer, slowClientGraceLimit, maxQueuedBytes: sendBufferBytes };
+    const limits = { sendBuffer, slowClientGraceLimit, maxQueuedBytes: sendBufferBytes, authHold: this.config.authHold };
     const conn = new RelayConnection(ws, communityId, host, this.logger.logger, limits, this.outputEvents, this.outputBudget);
     this.connections.add(conn);
     this.fanout.add(conn);
@@ -106,6 +107,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     }
     this.metrics.wsAuthTimeouts.inc();
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
+    this.endHold(conn, true);
     conn.cancel();
   }
 
@@ -121,20 +123,26 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     const text = isBinary ? decodeUtf8(buf) : buf.toString('utf8');
     if (text === undefined) return;
     const msg = parseClientMessage(text);
-    if (msg.type === 'INVALID') {
-      this.metrics.wsNotices.inc({ reason: 'invalid_message' });
-      conn.send(['NOTICE', `invalid message: ${msg.error}`]);
-      // A REQ or COUNT whose filters were refused also ends that request, and whatever held its
-      // id, so the client learns which subscription failed and none is left half-replaced.
-      if (msg.subId !== undefined) {
-        conn.retire(msg.subId);
-        conn.send(['CLOSED', msg.subId, `invalid: ${msg.error}`]);
-      }
-      return;
-    }
+    if (msg.type === 'AUTH') return void this.auth.handle(conn, msg.event).then(() => this.endHold(conn));
+    // Until AUTH has an outcome, frames wait for it in order (AuthHold); once it has, anything
+    // still held goes first.
+    if (conn.authState === 'pending') return this.holdOrRefuse(conn, msg, buf.length);
+    this.endHold(conn);
+    this.dispatch(conn, msg);
+  }
+
+  private dispatch(conn: RelayConnection, msg: HeldMessage): void {
     switch (msg.type) {
-      case 'AUTH':
-        return void this.auth.handle(conn, msg.event);
+      case 'INVALID':
+        this.metrics.wsNotices.inc({ reason: 'invalid_message' });
+        conn.send(['NOTICE', `invalid message: ${msg.error}`]);
+        // A REQ or COUNT whose filters were refused also ends that request, and whatever held its
+        // id, so the client learns which subscription failed and none is left half-replaced.
+        if (msg.subId !== undefined) {
+          conn.retire(msg.subId);
+          conn.send(['CLOSED', msg.subId, `invalid: ${msg.error}`]);
+        }
+        return;
       case 'EVENT':
         return void this.events.handle(conn, msg.event);
       case 'REQ':
@@ -145,6 +153,42 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
         return void this.reqs.handleCount(conn, msg.subId, msg.filters);
       case 'CLOSE':
         return this.reqs.handleClose(conn, msg.subId);
+    }
+  }
+
+  /** A frame read before AUTH has an outcome: held, or past the hold's bounds answered now. */
+  private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, bytes: number): void {
+    if (conn.authHold.offer(msg, bytes)) return;
+    // Answered ahead of the held frames, so it supersedes held REQs for its id (NIP-01).
+    if ((msg.type === 'REQ' || msg.type === 'CLOSE' || msg.type === 'INVALID') && msg.subId !== undefined) conn.authHold.supersede(msg.subId);
+    this.refuse(conn, msg);
+  }
+
+  /** The usual answer to a frame from a connection that is not authenticated. */
+  private refuse(conn: RelayConnection, msg: HeldMessage): void {
+    switch (msg.type) {
+      case 'EVENT':
+        return this.events.refuseUnauthenticated(conn, msg.event);
+      case 'REQ':
+      case 'COUNT':
+        return this.reqs.refuseUnauthenticated(conn, msg.type, msg.subId);
+      default:
+        // CLOSE and unparsable frames need no authentication.
+        return this.dispatch(conn, msg);
+    }
+  }
+
+  /**
+   * The held frames once AUTH has an outcome: run in order when it succeeded, refused in order when
+   * it failed or the deadline passed (before the socket closes); a closed socket drops them.
+   */
+  private endHold(conn: RelayConnection, refuseAll = false): void {
+    if (conn.authHold.size === 0 || (conn.authState === 'pending' && !refuseAll)) return;
+    const held = conn.authHold.drain();
+    if (conn.isCancelled) return;
+    for (const msg of held) {
+      if (conn.authState === 'authenticated') this.dispatch(conn, msg);
+      else this.refuse(conn, msg);
     }
   }
 
@@ -166,6 +210,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private teardown(conn: RelayConnection): void {
     if (!this.connections.delete(conn)) return;
     conn.cancel();
+    conn.authHold.drain();
     conn.releaseOutput();
     this.fanout.remove(conn);
     this.metrics.wsConnectionsActive.dec();

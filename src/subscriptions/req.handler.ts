@@ -54,11 +54,7 @@ export class ReqHandler {
 
   private async runReq(conn: RelayConnection, subId: string, filters: NostrFilter[], reqSeq: number): Promise<void> {
     await conn.pendingAuth;
-    if (conn.authState !== 'authenticated') {
-      conn.send(['NOTICE', 'auth-required: authenticate before subscribing']);
-      conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
-      return;
-    }
+    if (conn.authState !== 'authenticated') return this.refuseUnauthenticated(conn, 'REQ', subId);
     if (!conn.subscriptions.has(subId) && conn.subscriptions.size >= MAX_SUBSCRIPTIONS) {
       conn.send(['CLOSED', subId, 'error: too many subscriptions']);
       return;
@@ -84,10 +80,7 @@ export class ReqHandler {
 
   async handleCount(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
     await conn.pendingAuth;
-    if (conn.authState !== 'authenticated') {
-      conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
-      return;
-    }
+    if (conn.authState !== 'authenticated') return this.refuseUnauthenticated(conn, 'COUNT', subId);
     const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
@@ -102,6 +95,12 @@ export class ReqHandler {
       conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'COUNT query failed');
       conn.send(['CLOSED', subId, closedReasonFor(err)]);
     }
+  }
+
+  /** The answer to a REQ or COUNT from a connection that is not authenticated. */
+  refuseUnauthenticated(conn: RelayConnection, verb: 'REQ' | 'COUNT', subId: string): void {
+    if (verb === 'REQ') conn.send(['NOTICE', 'auth-required: authenticate before subscribing']);
+    conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
   }
 
   /** Retires whatever holds the id, even an unknown one, then acknowledges. */

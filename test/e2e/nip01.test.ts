@@ -4,7 +4,7 @@
  */
 import { Pool } from 'pg';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
-import { connectNostrTools, httpRequest, newIdentity, RawClient, wire } from '../harness/nostr-clients.js';
+import { authTemplate, connectNostrTools, httpRequest, newIdentity, RawClient, wire } from '../harness/nostr-clients.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 
 let db: TestDatabase;
@@ -127,9 +127,15 @@ describe('publishing', () => {
     c.close();
   });
 
-  it('refuses EVENT before AUTH and an event signed by another key', async () => {
+  it('refuses EVENT from a connection whose AUTH failed and an event signed by another key', async () => {
+    // An EVENT sent before AUTH waits for its outcome (test/e2e/auth-hold.test.ts); a failed AUTH refuses it.
     const anon = await RawClient.connect(relay.wsUrl);
-    expect(await anon.publish(alice.sign({ kind: 1, content: 'anon' }))).toEqual([false, 'auth-required: not authenticated']);
+    const ev = alice.sign({ kind: 1, content: 'anon' });
+    anon.send(['EVENT', ev]);
+    anon.send(['AUTH', alice.sign(authTemplate('not-the-challenge', relay.wsUrl))]);
+    const ok = await anon.waitFor((f) => f[0] === 'OK' && f[1] === ev.id);
+    expect(ok).toEqual(['OK', ev.id, false, 'auth-required: not authenticated']);
+    expect(await anon.publish(alice.sign({ kind: 1, content: 'anon again' }))).toEqual([false, 'auth-required: not authenticated']);
     anon.close();
     const c = await RawClient.authed(relay.wsUrl, alice);
     const bob = newIdentity();
@@ -272,8 +278,9 @@ describe('REQ', () => {
     w.close();
   });
 
-  it('refuses REQ before AUTH with NOTICE and CLOSED', async () => {
+  it('refuses REQ from a connection whose AUTH failed with NOTICE and CLOSED', async () => {
     const anon = await RawClient.connect(relay.wsUrl);
+    anon.send(['AUTH', newIdentity().sign(authTemplate('not-the-challenge', relay.wsUrl))]);
     const { end } = await anon.req('x', { kinds: [1] });
     expect(end).toEqual(['CLOSED', 'x', 'auth-required: not authenticated']);
     expect(anon.frames).toContainEqual(['NOTICE', 'auth-required: authenticate before subscribing']);

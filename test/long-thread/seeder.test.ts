@@ -133,6 +133,8 @@ describe('pacing to a relay quota', () => {
       BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
       BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
       BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '4',
+      // No connect-time burst: the seeder's first writes already meet the quota.
+      BUZZ_RATE_LIMIT_HUMAN_WS_BURST: '4',
     });
   }, SLOW_MS);
 
