@@ -34,8 +34,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
+import type { PublisherWorkerData, PublishRecordAbs } from './lib/storm-publisher.worker.js';
 import { logLine, quietPool, round, runBench, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
 import { fastSigner, type FastSigner } from './lib/fast-sign.js';
 import { cpuSince, sampleCpu } from './lib/cpu-usage.js';
@@ -115,33 +118,31 @@ interface PublishRecord {
   outcome: string;
 }
 
-/** One key publishing a kind-1 EVENT every PUBLISH_EVERY_MS until stopped. */
-async function startPublisher(env: BenchEnv): Promise<{ records: PublishRecord[]; stop(): Promise<void> }> {
-  const signer = fastSigner();
-  const conn = await BenchConnection.open(env.relayUrl, signer.sk);
-  const records: PublishRecord[] = [];
-  const inflight = new Set<Promise<void>>();
-  let n = 0;
-  const timer = setInterval(() => {
-    const rec: PublishRecord = { sentAt: performance.now(), ms: Number.NaN, outcome: 'unanswered' };
-    records.push(rec);
-    const event = signer.sign(1, [['t', 'storm-publisher']], `publisher event ${n++}`);
-    const p = conn.publishWindowed(toPublishItems([event]), 1).then(
-      (r) => {
-        rec.ms = r.latenciesMs[0];
-        rec.outcome = r.rejected === 0 ? '' : ([...r.reasons.keys()][0] ?? 'refused');
-      },
-      (err: Error) => void (rec.outcome = `socket: ${err.message}`),
-    );
-    inflight.add(p);
-    void p.finally(() => inflight.delete(p));
-  }, PUBLISH_EVERY_MS);
+/**
+ * One key publishing a kind-1 EVENT every PUBLISH_EVERY_MS until stopped, on its own worker thread
+ * (lib/storm-publisher.worker.ts says why); its records come back on the main thread's clock.
+ */
+async function startPublisher(env: BenchEnv): Promise<{ stop(): Promise<PublishRecord[]> }> {
+  const data: PublisherWorkerData = { relayUrl: env.relayUrl, everyMs: PUBLISH_EVERY_MS, okWaitMs: OK_WAIT_MS };
+  const worker = new Worker(new URL('./lib/storm-publisher.worker.js', import.meta.url), { workerData: data });
+  const next = (type: string) =>
+    new Promise<{ type: string; records?: PublishRecordAbs[] }>((resolve, reject) => {
+      const onMessage = (m: { type: string; records?: PublishRecordAbs[] }) => {
+        if (m.type !== type) return;
+        worker.off('message', onMessage);
+        resolve(m);
+      };
+      worker.on('message', onMessage);
+      worker.once('error', reject);
+    });
+  await next('started');
   return {
-    records,
     stop: async () => {
-      clearInterval(timer);
-      await Promise.race([Promise.all(inflight), sleep(OK_WAIT_MS)]);
-      conn.close();
+      const done = next('records');
+      worker.postMessage({ type: 'stop' });
+      const { records = [] } = await done;
+      await worker.terminate();
+      return records.map((r) => ({ sentAt: r.sentAtAbsMs - performance.timeOrigin, ms: r.ms, outcome: r.outcome }));
     },
   };
 }
@@ -212,7 +213,7 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
     logLine(`${name}: storm over in ${round((s.endedAt - s.startedAt) / 1000, 1)} s; publisher goes on ${POST_MS / 1000} s`);
     await sleep(POST_MS);
     const rssPeak = stopRss();
-    await publisher.stop();
+    const published = await publisher.stop();
     const relayLog = tallyLogLines(env.relayOutput().slice(logFrom));
     for (const c of s.clients) c.close();
     return {
@@ -221,7 +222,7 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
       clients: CLIENTS,
       stored_events: SEED,
       ...clientFigures(s),
-      ...publisherFigures(publisher.records, s),
+      ...publisherFigures(published, s),
       ...relayFigures(m0, m1),
       cpu_s_relay: round(cpu.relay),
       cpu_s_postgres: round(cpu.postgres),

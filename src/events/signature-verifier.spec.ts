@@ -151,6 +151,23 @@ describe('SignatureVerifier', () => {
     expect(stats).toMatchObject({ queued: 0, inflight: 0, workerRestarts: 0 });
   });
 
+  it('sends a write-lane request ahead of every AUTH queued before it (issue 17: EVENT does not wait behind a storm of AUTH)', async () => {
+    const verifier = pool({ poolSize: 1, maxBatchSize: 8, maxInflightBatches: 1 });
+    const events = bulkEvents().slice(0, 400);
+    const order: string[] = [];
+    const auths = events.slice(0, 399).map((e, i) => verifier.verify(e, 'auth').then(() => void order.push(`auth${i}`)));
+    const write = verifier.verify(events[399]).then((r) => {
+      order.push('write');
+      return r;
+    });
+    expect(await write).toEqual({ ok: true });
+    await Promise.all(auths);
+    // At most the one batch already in the worker (8 AUTH) went out before it.
+    expect(order.indexOf('write')).toBeLessThanOrEqual(8);
+    expect(order).toHaveLength(400);
+    expect(verifier.stats()).toMatchObject({ queued: 0, inflight: 0 });
+  });
+
   it('keeps the main event loop turning while verifying', async () => {
     const verifier = pool({ poolSize: 2 });
     const events = bulkEvents();

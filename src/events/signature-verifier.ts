@@ -10,6 +10,11 @@
  * that dies fails its in-flight requests with a `worker_crashed` error (never leaves them hanging)
  * and is replaced; queued requests then run on the replacement.
  *
+ * Two lanes (issue 17): `write` (EVENT and `POST /events`, NIP-98) and `auth` (NIP-42 AUTH). A
+ * batch takes the write lane first and fills up from the auth lane, so in a reconnect storm,
+ * when a thousand AUTH events queue at once, a publisher's EVENT waits for the batches already in
+ * the workers, not for every AUTH queued before it. The pending bound counts both lanes.
+ *
  * How the worker is started: from compiled output (`dist/**.js`) the pool points `new Worker` at
  * the sibling `signature.worker.js`. From TypeScript source (ts-jest) there is no JS file, so the
  * pool transpiles `signature.worker.ts` to a CommonJS string with the `typescript` package (a
@@ -39,6 +44,9 @@ import {
 const mainThreadBackend = selectSchnorrBackend('auto', import.meta.url);
 
 export type VerifyResult = { ok: true } | { ok: false; reason: string };
+
+/** Which queue a request waits in: `write` goes out before `auth` (see the header). */
+export type VerifyLane = 'write' | 'auth';
 
 export const REASON_ID_MISMATCH = 'invalid: event id does not match';
 export const REASON_BAD_SIGNATURE = 'invalid: bad signature';
@@ -113,6 +121,7 @@ export class SignatureVerifier {
   private readonly slots: WorkerSlot[] = [];
   private readonly respawnTimers = new Set<NodeJS.Timeout>();
   private queue: PendingRequest[] = [];
+  private authQueue: PendingRequest[] = [];
   private inflightTotal = 0;
   private nextBatchId = 1;
   private rotation = 0;
@@ -132,13 +141,13 @@ export class SignatureVerifier {
   }
 
   /** Resolves with the verdict; rejects only with a {@link SignatureVerifierError}. */
-  verify(event: VerifiableEvent): Promise<VerifyResult> {
+  verify(event: VerifiableEvent, lane: VerifyLane = 'write'): Promise<VerifyResult> {
     const refusal = this.refusal();
     if (refusal !== null) {
       return Promise.reject(refusal);
     }
     return new Promise<VerifyResult>((resolve, reject) => {
-      this.queue.push({ event, resolve, reject });
+      (lane === 'auth' ? this.authQueue : this.queue).push({ event, resolve, reject });
       this.scheduleDispatch();
     });
   }
@@ -147,7 +156,7 @@ export class SignatureVerifier {
     return {
       backend: this.options.backend === 'wasm' ? 'wasm' : mainThreadBackend,
       workers: this.slots.filter((s) => !s.dead).length,
-      queued: this.queue.length,
+      queued: this.queue.length + this.authQueue.length,
       inflight: this.inflightTotal,
       ...this.counters,
     };
@@ -172,7 +181,7 @@ export class SignatureVerifier {
     if (this.closed) {
       return verifierError('closed', 'signature verifier is closed');
     }
-    if (this.queue.length + this.inflightTotal >= this.maxPending) {
+    if (this.queue.length + this.authQueue.length + this.inflightTotal >= this.maxPending) {
       return verifierError('overloaded', `signature verification queue is full (${this.maxPending} pending)`);
     }
     if (this.startupFailures >= STARTUP_FAILURE_LIMIT && !this.hasLiveWorker()) {
@@ -193,10 +202,12 @@ export class SignatureVerifier {
 
   private dispatch(): void {
     this.dispatchScheduled = false;
-    while (this.queue.length > 0 && !this.closed) {
+    while (this.queue.length + this.authQueue.length > 0 && !this.closed) {
       const slot = this.pickSlot();
       if (slot === undefined) return;
-      this.sendBatch(slot, this.queue.splice(0, this.maxBatchSize));
+      const batch = this.queue.splice(0, this.maxBatchSize);
+      if (batch.length < this.maxBatchSize) batch.push(...this.authQueue.splice(0, this.maxBatchSize - batch.length));
+      this.sendBatch(slot, batch);
     }
   }
 
@@ -307,8 +318,9 @@ export class SignatureVerifier {
   }
 
   private failQueue(error: SignatureVerifierError): void {
-    const queued = this.queue;
+    const queued = [...this.queue, ...this.authQueue];
     this.queue = [];
+    this.authQueue = [];
     queued.forEach((request) => request.reject(error));
   }
 }

@@ -96,7 +96,7 @@ export class AuthHandler {
         scheme: this.config.relayUrl.startsWith('wss://') ? 'wss:' : 'ws:',
         nowSecs: Math.floor(Date.now() / 1000),
       }) &&
-      (await this.verifier.verify(parsed.event)).ok;
+      (await this.verifier.verify(parsed.event, 'auth')).ok;
     // A NIP-OA owner claim is part of the AUTH event: one that does not verify fails verification.
     const proof = valid && parsed.ok ? ownerProof(parsed.event) : undefined;
     if (!valid || !parsed.ok || proof?.kind === 'invalid') return { ok: false, outcome: 'invalid', message: 'auth-required: verification failed', close: false };
