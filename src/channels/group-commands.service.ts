@@ -78,8 +78,7 @@ export class GroupCommandService {
       case GROUP_KINDS.JOIN:
         return this.join(tx, communityId, ev, channelId);
       case GROUP_KINDS.LEAVE:
-        await this.channels.removeMember(tx, communityId, channelId, ev.pubkey);
-        return { ...NO_EFFECT, accessChanged: [ev.pubkey] };
+        return this.leave(tx, communityId, ev, channelId);
       case GROUP_KINDS.PUT_USER:
         return this.putUsers(tx, communityId, ev, channelId);
       case GROUP_KINDS.REMOVE_USER:
@@ -136,7 +135,15 @@ export class GroupCommandService {
       if (!spent) reject('restricted: invite code is invalid, already used or expired');
     }
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'member');
-    return { ...NO_EFFECT, accessChanged: [ev.pubkey] };
+    return { ...NO_EFFECT, accessChanged: [ev.pubkey], added: ch!.visibility === 'private' ? [ev.pubkey] : [] };
+  }
+
+  /** 9022: a member of a private channel who leaves gets a 44101, as one removed by an admin does. */
+  private async leave(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
+    const was = await this.channels.memberRole(communityId, channelId, ev.pubkey, tx);
+    await this.channels.removeMember(tx, communityId, channelId, ev.pubkey);
+    const priv = was !== undefined && (await this.channels.find(communityId, channelId, tx))?.visibility === 'private';
+    return { ...NO_EFFECT, accessChanged: [ev.pubkey], removed: priv ? [ev.pubkey] : [] };
   }
 
   /** 9000: adds members or changes roles; only an owner (or relay authority) grants or changes an `owner`. */

@@ -413,6 +413,24 @@ describe('44100 / 44101 membership notices', () => {
     const { rows: erins } = await writer.query(`select 1 from events where kind = 44101 and tags @> $1::jsonb`, [JSON.stringify([['h', priv]])]);
     expect(erins).toEqual([]);
   });
+
+  it('joining a private channel with an invite code sends a 44100, leaving it (9022) a 44101; leaving an open one sends none', async () => {
+    const priv = await newChannel(alice);
+    const open = await newChannel(alice, [['name', 'open-leave']]);
+    expect(await cmd(alice, 9009, priv, [['code', 'frank-only']])).toEqual([true, '']);
+    expect(await cmd(frank, 9021, priv, [['code', 'frank-only']])).toEqual([true, '']);
+    expect(await cmd(frank, 9022, priv)).toEqual([true, '']);
+    expect(await cmd(frank, 9021, open)).toEqual([true, '']);
+    expect(await cmd(frank, 9022, open)).toEqual([true, '']);
+    const { rows } = await writer.query(
+      `select kind, tags->1->>1 as channel from events where kind in (44100, 44101) and pubkey = decode($1, 'hex') and tags @> $2::jsonb and tags->1->>1 = any($3) order by kind`,
+      [RELAY_PUBKEY, JSON.stringify([['p', frank.pubkey]]), [priv, open]],
+    );
+    expect(rows).toEqual([
+      { kind: 44100, channel: priv },
+      { kind: 44101, channel: priv },
+    ]);
+  });
 });
 
 describe('thread counts and the live 39005', () => {
