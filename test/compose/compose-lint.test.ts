@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/app-config.js';
+import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
 import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
@@ -189,6 +190,16 @@ describe('docker-compose.yml', () => {
   const compose = loadCompose();
   const relays = relayServices(compose);
   const haproxy = haproxySections(readText(HAPROXY_CFG));
+
+  it('routes history reads to the replica on every relay pod: a read budget at or above the fence minimum', () => {
+    for (const name of relays) {
+      const env = environmentOf(compose.services[name]);
+      const fence = Object.fromEntries(['BUZZ_REPLICA_READ_MAX_AGE_MS', 'BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS'].filter((k) => env[k] !== undefined).map((k) => [k, env[k]]));
+      const config = loadConfig(fence);
+      expect({ name, budget: config.replica.readMaxAgeMs > 0 }).toEqual({ name, budget: true });
+      expect(readBudgetWarning(config.replica.readMaxAgeMs, config.replica.probeIntervalMs, true)).toBeUndefined();
+    }
+  });
 
   it('defines the Postgres pair, Redis, two relay pods, the load balancer and Prometheus', () => {
     expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['primary', 'replica', 'redis', 'lb', 'prometheus']));

@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/app-config.js';
+import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
 import { onPath, readYaml, readYamlDocuments, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from './deploy-sources.js';
 
 const K8S = 'deploy/k8s';
@@ -150,6 +151,12 @@ describe('deploy/k8s', () => {
     expect(keys.filter((k) => !known.has(k))).toEqual([]);
     expect(keys.filter((k) => /URL$|KEY$/.test(k) && k !== 'RELAY_URL')).toEqual([]);
     expect(configMap.data?.BUZZ_REQUIRE_AUTH_TOKEN).toBe('true');
+  });
+
+  it('routes history reads to the replica: a read budget at or above the fence minimum, so no start-up warning', () => {
+    const config = loadConfig({ ...configMap.data, DATABASE_URL: 'postgres://w@writer/buzz', READ_DATABASE_URL: 'postgres://r@replica/buzz' });
+    expect(config.replica.readMaxAgeMs).toBeGreaterThan(0);
+    expect(readBudgetWarning(config.replica.readMaxAgeMs, config.replica.probeIntervalMs, true)).toBeUndefined();
   });
 
   it('waits for endpoints to drop the pod, then gives the relay its whole shutdown budget', () => {
