@@ -17,6 +17,7 @@ import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
 import { RelayMembershipRepository } from './moderation/relay-membership.repository.js';
 import { CommunityRepository } from './tenancy/community.repository.js';
 import { TenancyService } from './tenancy/tenancy.service.js';
+import { RelayMetrics } from './metrics/relay-metrics.service.js';
 
 export const HTTP_BODY_LIMIT = 1024 * 1024;
 
@@ -73,6 +74,8 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   warnAboutXPubkey(app.get(Logger), config);
   const metricsUrl = await app.get(MetricsListener).listen();
   await app.listen(config.port, config.host);
+  // Ready from here (the writer answered during start); /readyz and draining keep it current.
+  app.get(RelayMetrics).readinessState.set(1);
   return { app, metricsUrl };
 }
 

@@ -17,6 +17,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { HandlerGate } from '../subscriptions/handler-gate.js';
 import { LiveFanout } from '../subscriptions/live-fanout.service.js';
 import { RelayGateway } from '../subscriptions/relay.gateway.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { LifecycleState } from './lifecycle-state.js';
 
 const POLL_MS = 20;
@@ -25,6 +26,7 @@ const CLOSE_HANDSHAKE_MS = 1000;
 export async function gracefulShutdown(app: INestApplication, config: AppConfig, log: (message: string) => void): Promise<void> {
   const started = Date.now();
   app.get(LifecycleState).startDraining();
+  app.get(RelayMetrics, { strict: false }).readinessState.set(0);
   (app.getHttpServer() as Server).close();
   const fanout = app.get(LiveFanout, { strict: false });
   const gate = app.get(HandlerGate, { strict: false });

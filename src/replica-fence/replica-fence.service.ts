@@ -157,6 +157,8 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     const ended = this.failures.succeeded();
     if (ended > 0) this.logger.log({ consecutive_failures: ended, token: sample.token.toString() }, 'replica fence probe recovered');
     this.beats += 1;
+    // The gauges show the open fence from the first beat, not from the next sampling tick.
+    if (this.beats === 1) this.sample();
     for (const w of [...this.beatWaiters]) w();
   }
 
