@@ -4,8 +4,9 @@
  * operators rely on. Two relay pods behind one load-balancer port, each on Redis and on the
  * primary/replica pair; Prometheus scraping each pod; loopback-only ports; start order; Postgres
  * settings identical to the test harness's (src/database/embedded/pg-cluster.ts) except its
- * speed-only ones, which production must leave at their durable defaults. `haproxy -c` and
- * `promtool` validate their configs where those binaries are installed.
+ * speed-only ones, which production must leave at their durable defaults. `haproxy -c` validates
+ * its config where haproxy is installed; `promtool` validates prometheus.yml and the rules (required
+ * under CI=true, which installs it).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/app-config.js';
 import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
-import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
+import { itWithTool, onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
 const HAPROXY_CFG = 'deploy/compose/haproxy.cfg';
@@ -359,7 +360,7 @@ describe('docker-compose.yml', () => {
     for (const w of warnings) expect(w).toMatch(/could not resolve address '(relay-a|relay-b)'/);
   });
 
-  (onPath('promtool') ? it : it.skip)('prometheus.yml and the alert rules pass promtool', async () => {
+  itWithTool('promtool')('prometheus.yml and the alert rules pass promtool', async () => {
     expect(await runTool('promtool', ['check', 'config', '--syntax-only', PROMETHEUS_CFG])).toEqual({ code: 0, output: expect.any(String) });
     expect(await runTool('promtool', ['check', 'rules', 'deploy/prometheus/buzz-relay.rules.yml'])).toEqual({ code: 0, output: expect.any(String) });
   });
