@@ -11,9 +11,8 @@
  */
 import path from 'node:path';
 import { itWithTool, readYaml, readYamlDocuments, runTool } from './deploy-sources.js';
+import { RULES_FILE, RULES_TEST_FILE, type RuleTestFile } from './prom-text.js';
 
-export const RULES_FILE = 'deploy/prometheus/buzz-relay.rules.yml';
-export const RULES_TEST_FILE = 'deploy/prometheus/buzz-relay.rules.test.yml';
 const PROMETHEUS_RULE = 'deploy/k8s/monitoring/prometheusrule.yaml';
 
 interface AlertRule {
@@ -27,20 +26,6 @@ interface AlertRule {
 interface RuleGroup {
   name: string;
   rules: AlertRule[];
-}
-
-interface ExpAlert {
-  exp_labels?: Record<string, string>;
-  exp_annotations?: Record<string, string>;
-}
-
-export interface RuleTestFile {
-  rule_files: string[];
-  tests: Array<{
-    name?: string;
-    input_series: Array<{ series: string; values: string }>;
-    alert_rule_test?: Array<{ eval_time: string; alertname: string; exp_alerts?: ExpAlert[] }>;
-  }>;
 }
 
 const groups = readYaml<{ groups: RuleGroup[] }>(RULES_FILE).groups;

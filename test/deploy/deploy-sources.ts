@@ -29,7 +29,8 @@ export function readYamlDocuments<T>(relative: string): T[] {
   });
 }
 
-function sourceFiles(dir = path.join(ROOT, 'src')): string[] {
+/** The relay's TypeScript source files under src/, specs excluded. */
+export function sourceFiles(dir = path.join(ROOT, 'src')): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(full);
