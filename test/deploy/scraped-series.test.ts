@@ -1,8 +1,8 @@
 /**
  * What Grafana and Prometheus are given to read, against what a relay really exports. A relay on
  * the real writer + replica pair (with Redis) takes a short load: a NIP-42 connection, a channel
- * and messages published, REQs on the replica and on the writer (a read of one's own fresh write
- * spills), a bridge /query, an invalid EVENT. Then its /metrics is scraped once and:
+ * and messages published, REQ and bridge /query reads on the replica (by a reader who wrote
+ * nothing), reads on the writer (a read of one's own fresh write spills), an invalid EVENT. Then its /metrics is scraped once and:
  *
  * - every PromQL expression of the dashboards in deploy/grafana/dashboards (panels and variables)
  *   names only series the scrape holds (histograms by their `_bucket`/`_sum`/`_count` samples),
@@ -23,6 +23,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { eventually } from '../harness/eventually.js';
 import { httpRequest, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RedisServer, startRedisServer } from '../harness/redis-server.js';
@@ -120,17 +121,22 @@ beforeAll(async () => {
     BUZZ_REQUIRE_AUTH_TOKEN: 'false', // /query below uses the X-Pubkey development header
   });
   const { relay, db } = fixture;
+  const metricsText = async () => (await httpRequest(relay.metricsUrl, {})).body;
   const alice = newIdentity();
+  const bob = newIdentity();
   const client = await RawClient.authed(relay.wsUrl, alice);
+  const reader = await RawClient.authed(relay.wsUrl, bob);
   try {
     const channel = randomUUID();
     expect(await client.publish(alice.sign({ kind: 9007, tags: [['h', channel], ['name', channel]] }))).toEqual([true, '']);
     expect(await client.publish(alice.sign({ kind: 9, content: 'first', tags: [['h', channel]] }))).toEqual([true, '']);
     await db.waitForReplica();
-    expect((await client.req('history', { kinds: [9], '#h': [channel] })).end[0]).toBe('EOSE');
+    // Bob wrote nothing, so his reads go to the replica once the fence has a proof.
+    await eventually('the replica fence to open', async () => (await metricsText()).includes('\nbuzz_db_replica_fence_open 1'));
+    expect((await reader.req('history', { kinds: [9], '#h': [channel] })).end[0]).toBe('EOSE');
     const query = await httpRequest(`${relay.httpUrl}/query`, {
       method: 'POST',
-      headers: { 'x-pubkey': alice.pubkey },
+      headers: { 'x-pubkey': bob.pubkey },
       body: JSON.stringify([{ kinds: [9], '#h': [channel] }]),
     });
     expect(query.status).toBe(200);
@@ -142,10 +148,11 @@ beforeAll(async () => {
     for (let round = 0; round < SPILL_ROUNDS; round++) {
       expect(await client.publish(alice.sign({ kind: 9, content: `round ${round}`, tags: [['h', channel]] }))).toEqual([true, '']);
       expect((await client.req(`own-${round}`, { kinds: [9], '#h': [channel], authors: [alice.pubkey] })).end[0]).toBe('EOSE');
-      if ((await httpRequest(relay.metricsUrl, {})).body.includes('buzz_db_reader_spill_total{')) break;
+      if ((await metricsText()).includes('buzz_db_reader_spill_total{')) break;
     }
   } finally {
     client.close();
+    reader.close();
   }
   const scrape = await httpRequest(fixture.relay.metricsUrl, {});
   expect(scrape.status).toBe(200);
