@@ -7,6 +7,7 @@
 import { type VerifiedEvent } from 'nostr-tools/pure';
 import { Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { cmd, CommandSession, nowSecs } from './command-session.js';
 import { PairState } from './membership-state.js';
 
 const owner = newIdentity();
@@ -14,8 +15,9 @@ const admin = newIdentity();
 const member = newIdentity();
 let fixture: RelayFixture;
 let pair: PairState;
-const clients: RawClient[] = [];
-const now = () => Math.floor(Date.now() / 1000);
+const now = nowSecs;
+let session: CommandSession;
+const connect = (id: Identity) => session.connect(id);
 const BANNED = 'blocked: you are banned from this community';
 
 beforeAll(async () => {
@@ -27,25 +29,18 @@ beforeAll(async () => {
     BUZZ_BAN_RECHECK_MS: '3600000',
   });
   pair = new PairState(fixture.db);
+  session = new CommandSession(() => fixture.relay.wsUrl);
   const o = await connect(owner);
   expect(await o.publish(cmd(owner, 9030, admin.pubkey, [['role', 'admin']]))).toEqual([true, '']);
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  session?.closeAll();
   await pair?.close();
   await fixture?.close();
 });
 
-async function connect(id: Identity): Promise<RawClient> {
-  const c = await RawClient.authed(fixture.relay.wsUrl, id);
-  clients.push(c);
-  return c;
-}
 
-function cmd(id: Identity, kind: number, target: string, tags: string[][] = []): VerifiedEvent {
-  return id.sign({ kind, tags: [['p', target], ...tags] });
-}
 
 function restriction(pubkey: string, table: 'bans' | 'timeouts'): Promise<[boolean, boolean]> {
   return pair.both(`select 1 from ${table} where pubkey = $1`, [pubkey], (rows) => rows.length > 0);

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { getPublicKey, type VerifiedEvent } from 'nostr-tools/pure';
 import { Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { cmd, CommandSession, nowSecs } from './command-session.js';
 import { PairState } from './membership-state.js';
 
 const RELAY_KEY = randomBytes(32).toString('hex');
@@ -17,8 +18,9 @@ const admin = newIdentity();
 const member = newIdentity();
 let fixture: RelayFixture;
 let pair: PairState;
-const clients: RawClient[] = [];
-const now = () => Math.floor(Date.now() / 1000);
+const now = nowSecs;
+let session: CommandSession;
+const connect = (id: Identity) => session.connect(id);
 
 beforeAll(async () => {
   fixture = await startRelayFixture({
@@ -29,26 +31,19 @@ beforeAll(async () => {
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '10000',
   });
   pair = new PairState(fixture.db);
+  session = new CommandSession(() => fixture.relay.wsUrl);
   const o = await connect(owner);
   expect(await o.publish(cmd(owner, 9030, admin.pubkey, [['role', 'admin']]))).toEqual([true, '']);
   expect(await o.publish(cmd(owner, 9030, member.pubkey))).toEqual([true, '']);
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  session?.closeAll();
   await pair?.close();
   await fixture?.close();
 });
 
-async function connect(id: Identity): Promise<RawClient> {
-  const c = await RawClient.authed(fixture.relay.wsUrl, id);
-  clients.push(c);
-  return c;
-}
 
-function cmd(id: Identity, kind: number, target: string, tags: string[][] = [], createdAt = now()): VerifiedEvent {
-  return id.sign({ kind, created_at: createdAt, tags: [['p', target], ...tags] });
-}
 
 async function expectNotStored(...events: VerifiedEvent[]): Promise<void> {
   for (const e of events) expect(await pair.stored(e.id)).toBe(false);
