@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
+import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { SearchRepository } from './search.repository.js';
@@ -18,9 +19,10 @@ import { CommandReplayGuard } from './commands/command-replay.guard.js';
 import { ModerationCommands } from './commands/moderation.commands.js';
 import { Nip43State } from './commands/nip43-state.service.js';
 import { RelayAdminCommands } from './commands/relay-admin.commands.js';
+import { ReportIntake } from './commands/report.commands.js';
 
 @Module({
-  imports: [ChannelsModule, ModerationModule],
+  imports: [ChannelsModule, ModerationModule, TenancyModule],
   providers: [
     IngestGates,
     SearchRepository,
@@ -46,6 +48,7 @@ import { RelayAdminCommands } from './commands/relay-admin.commands.js';
     Nip43State,
     RelayAdminCommands,
     ModerationCommands,
+    ReportIntake,
   ],
   exports: [
     SignatureVerifier,
