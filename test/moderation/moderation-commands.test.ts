@@ -5,6 +5,7 @@
  * stored. Reports (1984) go to the moderator queue, never to the events table. A ban closes the banned
  * key's open socket; a timeout leaves it open and blocks writes only.
  */
+import { randomUUID } from 'node:crypto';
 import { type VerifiedEvent } from 'nostr-tools/pure';
 import { httpRequest, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
@@ -196,6 +197,23 @@ describe('1984 reports, the moderator queue and 9044', () => {
     for (const [tags, reason] of refused) expect(await m.publish(report(member, tags))).toEqual([false, reason]);
     await expectNotStored(ofEvent, ofKey);
     expect((await m.req('reports', { kinds: [1984] })).events).toEqual([]);
+  });
+
+  it('answers a report of an event in a channel the reporter cannot read as if the event did not exist', async () => {
+    const insider = newIdentity();
+    const ins = await connect(insider);
+    const channel = randomUUID();
+    expect(await ins.publish(insider.sign({ kind: 9007, tags: [['h', channel], ['name', 'hidden'], ['private'], ['closed']], content: '' }))).toEqual([true, '']);
+    const secret = insider.sign({ kind: 9, tags: [['h', channel]], content: 'members only' });
+    expect(await ins.publish(secret)).toEqual([true, '']);
+    const m = await connect(member);
+    const probe = report(member, [['p', insider.pubkey], ['e', secret.id, 'spam']]);
+    expect(await m.publish(probe)).toEqual([false, 'invalid: report target event not found']);
+    expect(await reportRow(probe.id)).toEqual([null, null]);
+    // The channel's own member may report it.
+    const inside = report(insider, [['p', insider.pubkey], ['e', secret.id, 'other']]);
+    expect(await ins.publish(inside)).toEqual([true, '']);
+    expect((await reportRow(inside.id)).map((r) => r && r.target_event_id)).toEqual([secret.id, secret.id]);
   });
 
   it('lists the queue to moderators only, over NIP-98', async () => {

@@ -4,9 +4,10 @@
  * and answered `OK true`; it is never stored as an event nor fanned out. Re-sending the same report
  * queues nothing new. Targets resolve in this community only: an `e` target must be a live event
  * here (its author becomes the reported key and its channel is recorded); a `p`-only report names
- * a key. An `x` (media blob) target cannot resolve: this relay keeps no media.
+ * a key. A target the reporter cannot read is "not found", like a missing one. An `x` (media blob) target cannot resolve: this relay keeps no media.
  */
 import { Injectable } from '@nestjs/common';
+import { ChannelAccessService } from '../../channels/channel-access.service.js';
 import { NostrEvent } from '../../common/nostr.types.js';
 import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
@@ -21,6 +22,7 @@ export class ReportIntake {
   constructor(
     private readonly queue: ModerationQueueRepository,
     private readonly events: EventWriteRepository,
+    private readonly access: ChannelAccessService,
   ) {}
 
   /** Queues the report; resolves with the OK message or throws a Rejection. */
@@ -40,7 +42,10 @@ export class ReportIntake {
       const targetEventId = hex32(e[0][1], 'e tag event id');
       const reportType = reportTypeOf(e[0]);
       const target = await this.events.findKindTarget(this.queue.writer, communityId, targetEventId);
-      if (target === undefined) reject('invalid: report target event not found');
+      // A target in a channel the reporter cannot read answers exactly like a missing one, so a
+      // report is not an oracle for which ids exist in private channels.
+      const readable = target !== undefined && (target.channelId === null || (await this.access.canRead(communityId, target.channelId, event.pubkey)));
+      if (!readable) reject('invalid: report target event not found');
       report = { ...base, targetKind: 'event', targetPubkey: target.pubkey, targetEventId, channelId: target.channelId, reportType };
     } else if (x.length === 1) {
       hex32(x[0][1], 'x tag sha256');
