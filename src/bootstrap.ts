@@ -6,10 +6,11 @@
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
+import { Logger, PinoLogger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { CorsPolicy } from './common/cors-policy.js';
+import { installHttpObserver } from './common/http-observer.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
@@ -59,6 +60,7 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   });
   app.useLogger(app.get(Logger));
   const fastify = app.getHttpAdapter().getInstance();
+  installHttpObserver(fastify, (await app.resolve(PinoLogger)).logger, app.get(RelayMetrics));
   // Every body is kept as the exact text received; controllers parse it themselves.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: HTTP_BODY_LIMIT }, (_req, body, done) => done(null, body));

@@ -17,7 +17,7 @@ function run(exception: unknown): { status: number; body: unknown } {
       return reply;
     },
   };
-  const host = { switchToHttp: () => ({ getResponse: () => reply }) } as unknown as ArgumentsHost;
+  const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost;
   new DatabaseErrorFilter().catch(exception, host);
   return out;
 }
