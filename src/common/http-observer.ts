@@ -53,7 +53,7 @@ export function installHttpObserver(fastify: FastifyInstance, log: BaseLogger, m
   fastify.addHook('onRequest', (req, _reply, done) => {
     const span = tracer.startSpan('http.request', { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } });
     spans.set(req, span);
-    // The rest of the request runs inside the span's context.
+    // The rest of the request, its body read and handler included, runs in the span's context.
     context.with(trace.setSpan(context.active(), span), done);
   });
   fastify.addHook('onResponse', (req, reply, done) => {
