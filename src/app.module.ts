@@ -21,9 +21,12 @@ export class AppModule {
         LoggerModule.forRoot({
           pinoHttp: {
             level: config.logLevel,
-            // Never log auth headers or bodies; one line per request is enough.
+            // The one line per request is HttpObserver's (every route, 404s included). Loggers
+            // bound to a request carry only its id: no headers, no body.
+            autoLogging: false,
+            quietReqLogger: true,
+            serializers: { req: (req: { id?: unknown; method?: unknown }) => ({ id: req.id, method: req.method }) },
             redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-pubkey"]'],
-            autoLogging: { ignore: (req) => ['/healthz', '/health', '/readyz'].includes(req.url ?? '') },
           },
         }),
         MetricsModule,

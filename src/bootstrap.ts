@@ -6,10 +6,11 @@
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
+import { Logger, PinoLogger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { CorsPolicy } from './common/cors-policy.js';
+import { installHttpObserver } from './common/http-observer.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
@@ -58,7 +59,11 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
     bodyParser: false,
   });
   app.useLogger(app.get(Logger));
+  // NestFactory.create leaves the start-up buffer attached after useLogger: without this flush
+  // every `new Logger(…)` line (warnings and errors included) would be kept in memory, unprinted.
+  app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
+  installHttpObserver(fastify, (await app.resolve(PinoLogger)).logger, app.get(RelayMetrics));
   // Every body is kept as the exact text received; controllers parse it themselves.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: HTTP_BODY_LIMIT }, (_req, body, done) => done(null, body));
@@ -72,7 +77,7 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   }
   await bootstrapOwner(app, config);
   warnAboutXPubkey(app.get(Logger), config);
-  const metricsUrl = await app.get(MetricsListener).listen();
+  const metricsUrl = await app.get(MetricsListener).listen(app.get(Logger));
   await app.listen(config.port, config.host);
   // Ready from here (the writer answered during start); /readyz and draining keep it current.
   app.get(RelayMetrics).readinessState.set(1);

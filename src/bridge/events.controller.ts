@@ -8,6 +8,7 @@
 import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
+import { annotateRequest } from '../common/request-annotations.js';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
@@ -43,8 +44,10 @@ export class EventsController {
       this.metrics.eventsRejected.inc({ transport: 'http', reason: 'error' });
       throw err;
     });
+    if (typeof kind === 'number') annotateRequest(req, { kind });
     const status = ingestStatus(result);
     if (status !== 200) throw new HttpError(status, result.message);
+    annotateRequest(req, { accepted: result.accepted });
     return { event_id: result.eventId ?? '', accepted: result.accepted, message: result.message };
   }
 

@@ -83,7 +83,7 @@ export class ThreadWindowService {
       return await this.serveAll(reader, jobs);
     } catch (err) {
       const mapped = mapThreadWindowError(err);
-      if (mapped instanceof InternalThreadWindowError) this.logger.error({ err: (err as Error)?.message }, 'thread window failed');
+      if (mapped instanceof InternalThreadWindowError) this.logger.error({ err }, 'thread window failed');
       throw mapped;
     }
   }
@@ -184,7 +184,7 @@ export class ThreadWindowService {
           this.metrics.recordRoute(path, { decision: 'replica', reason: 'statement_cancelled' });
           throw err;
         }
-        this.logger.warn({ path, err: (err as Error).message }, 'replica read failed; re-running on writer');
+        this.logger.warn({ path, err }, 'replica read failed; re-running on writer');
         this.metrics.recordRoute(path, { decision: 'writer', reason: 'replica_error' });
         return onWriter();
       }

@@ -58,7 +58,7 @@ export class DatabaseService implements OnApplicationShutdown {
     const db = config.database;
     if (!db.url) throw new Error('DATABASE_URL is not set and no embedded database was started');
     this.onPoolError = (role: string, err: Error) =>
-      this.logger.warn({ poolRole: role, err: err.message, code: (err as { code?: string }).code }, 'idle database connection failed');
+      this.logger.warn({ poolRole: role, err }, 'idle database connection failed');
     this.steps = new ConnectionSteps(metrics, () => this.closing);
     this.writerPool = createWriterPool(db, db.url, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
@@ -100,7 +100,7 @@ export class DatabaseService implements OnApplicationShutdown {
       if (created.length > 0) this.logger.log({ partitions: created }, 'created partitions');
       return created;
     } catch (err) {
-      if (operation === 'maintenance') this.logger.warn({ err: (err as Error).message }, 'partition maintenance failed; retrying in a day');
+      if (operation === 'maintenance') this.logger.warn({ err }, 'partition maintenance failed; retrying in a day');
       throw err;
     }
   }

@@ -122,7 +122,7 @@ export class EventWriter implements BeforeApplicationShutdown {
         batch[0].reject(err);
         return;
       }
-      this.logger.warn({ size: batch.length, err: (err as Error).message }, 'grouped write failed; retrying one by one');
+      this.logger.warn({ size: batch.length, err }, 'grouped write failed; retrying one by one');
       await Promise.all(batch.map((p) => this.flush([p])));
     }
   }

@@ -14,7 +14,7 @@ function http(exception: unknown): [number, unknown] {
     header: () => reply,
     send: (b: string) => ((out[1] = JSON.parse(b)), reply),
   };
-  new DatabaseErrorFilter().catch(exception, { switchToHttp: () => ({ getResponse: () => reply }) } as unknown as ArgumentsHost);
+  new DatabaseErrorFilter().catch(exception, { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost);
   return out;
 }
 

@@ -6,7 +6,7 @@
  * relay's families and Node's, registered by MetricsModule). It stays up while the relay drains,
  * so the last scrape sees the shutdown, and closes with the application.
  */
-import { Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, LoggerService, Module, OnApplicationShutdown } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PrometheusModule } from '@willsoto/nestjs-prometheus';
@@ -27,13 +27,17 @@ export class MetricsListener implements OnApplicationShutdown {
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
-  /** Opens the listener; a taken port fails start-up. Resolves with `http://host:port/metrics`. */
-  async listen(): Promise<string> {
+  /**
+   * Opens the listener; a taken port fails start-up. Resolves with `http://host:port/metrics`.
+   * `logger` is the relay's own: Nest's logger is process-wide, and `logger: false` here would
+   * silence every `new Logger(…)` of the relay from then on.
+   */
+  async listen(logger: LoggerService): Promise<string> {
     const http = this.config.http;
     const app = await NestFactory.create<NestFastifyApplication>(
       OperatorMetricsModule,
       new FastifyAdapter({ requestTimeout: http.requestTimeoutMs, connectionTimeout: http.idleTimeoutMs }),
-      { logger: false },
+      { logger },
     );
     await app.listen(this.config.metrics.port, this.config.metrics.host);
     const server = app.getHttpServer() as Server;

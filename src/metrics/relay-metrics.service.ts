@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { counter, gauge, histogram, SECONDS_BUCKETS } from './metric-factory.js';
+import { counter, gauge, histogram, MILLISECONDS_BUCKETS, SECONDS_BUCKETS } from './metric-factory.js';
 
 /** Relay-side families; names and labels are the spec's (relay.md §6.3). */
 @Injectable()
@@ -24,4 +24,12 @@ export class RelayMetrics {
   readonly reqDuration = histogram({ name: 'buzz_req_history_seconds', help: 'REQ history time until EOSE', buckets: SECONDS_BUCKETS });
   readonly banListenerConnected = gauge({ name: 'buzz_ban_listener_connected', help: '1 while this pod LISTENs for ban changes on its own writer connection, 0 otherwise' });
   readonly readinessState = gauge({ name: 'buzz_readiness_state', help: '1 when ready, 0 otherwise' });
+  // HTTP middleware (relay.md §6.3): `action` is the matched route pattern; see HttpObserver for what is skipped.
+  readonly httpRequests = counter({ name: 'http_requests_total', help: 'HTTP requests answered, by status code, caller and route pattern', labelNames: ['code', 'caller', 'action'] });
+  readonly httpRequestLatency = histogram({
+    name: 'http_request_latency_ms',
+    help: 'HTTP request time until the response was written, in milliseconds',
+    labelNames: ['code', 'caller', 'action'],
+    buckets: MILLISECONDS_BUCKETS,
+  });
 }

@@ -150,7 +150,7 @@ export class BanNotifyListener implements OnApplicationShutdown {
     const delay = Math.min(LISTENER_BACKOFF_MAX_MS, LISTENER_BACKOFF_MIN_MS * 2 ** this.failures) * (0.5 + Math.random() / 2);
     this.failures += 1;
     this.logger.warn(
-      { err: err.message, retryInMs: Math.round(delay) },
+      { err, retryInMs: Math.round(delay) },
       wasListening ? 'ban listener lost; REQ and COUNT read bans from the writer until it is back' : 'ban listener could not connect',
     );
     this.retryTimer = setTimeout(() => void this.connect(), delay);

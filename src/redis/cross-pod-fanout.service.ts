@@ -182,7 +182,7 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
       this.gapFills.inc({ outcome: 'ok' });
     } catch (err) {
       this.gapFills.inc({ outcome: 'error' });
-      this.logger.warn(`gap fill after the Redis reconnect failed: ${(err as Error).message}; clients recover missed events through REQ`);
+      this.logger.warn({ err }, 'gap fill after the Redis reconnect failed; clients recover missed events through REQ');
     } finally {
       this.gapRunning = false;
       // Another reconnect while this one ran: fill again from its loss.
@@ -229,7 +229,7 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     const now = Date.now();
     if (now - this.lastFailureLog < 10_000) return;
     this.lastFailureLog = now;
-    this.logger.warn(`cross-pod publish failed (${reason})${err ? `: ${err.message}` : ''}; local subscribers are still served`);
+    this.logger.warn({ reason, ...(err ? { err } : {}) }, `cross-pod publish failed (${reason}); local subscribers are still served`);
   }
 }
 

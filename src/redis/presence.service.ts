@@ -91,7 +91,7 @@ export class PresenceService {
       const now = Date.now();
       if (now - this.lastErrorLog < 10_000) return;
       this.lastErrorLog = now;
-      this.logger.warn(`presence ${op} failed: ${(err as Error).message}`);
+      this.logger.warn({ op, err }, `presence ${op} failed`);
     }
   }
 }

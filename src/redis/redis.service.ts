@@ -152,7 +152,7 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
       // Logged once per distinct error while down, not once per reconnect attempt.
       if (err.message === lastError || this.closing) return;
       lastError = err.message;
-      this.logger.warn(`redis ${role} connection error: ${err.message}`);
+      this.logger.warn({ role, err }, `redis ${role} connection error`);
     });
     this.connectedGauge.set({ client: role }, 0);
     return client;

@@ -79,7 +79,7 @@ export class RevocationBridge implements OnModuleInit, OnApplicationShutdown {
         () => this.messages.inc({ direction: 'out', outcome: 'published' }),
         (err: Error) => {
           this.messages.inc({ direction: 'out', outcome: 'failed' });
-          this.logger.warn(`control publish failed (${message.type}): ${err.message}; other pods enforce at their next ban sweep`);
+          this.logger.warn({ type: message.type, err }, `control publish failed (${message.type}); other pods enforce at their next ban sweep`);
         },
       )
       .finally(() => this.inflight.delete(sent));

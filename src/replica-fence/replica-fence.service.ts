@@ -80,7 +80,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
       await this.verifyFloorGuard();
     } catch (err) {
       this.state = 'unverified';
-      this.logger.error({ err: (err as Error).message }, 'replica fence floor guard verification failed; fence stays closed and routed reads use the writer');
+      this.logger.error({ err }, 'replica fence floor guard verification failed; fence stays closed and routed reads use the writer');
       return false;
     }
     this.state = 'running';
@@ -173,7 +173,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
         consecutive_failures: consecutiveFailures,
         heartbeat_age_ms: age === undefined ? null : Math.round(age),
         ...phases,
-        err: err.message,
+        err,
       },
       'replica fence probe failed',
     );

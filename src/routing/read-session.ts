@@ -33,7 +33,7 @@ export class ReadSession {
     } catch (err) {
       // Seed 002: a deadline is surfaced, never re-run on the writer (it would run the same slow statement).
       if (classifyDbError(err) === 'timeout') throw err;
-      this.logger.warn({ backend: tx.backend, err: (err as Error).message }, 'replica session query failed mid-request; degrading to writer');
+      this.logger.warn({ backend: tx.backend, err }, 'replica session query failed mid-request; degrading to writer');
       this.metrics.readSessionDegraded.inc();
       this.tx = undefined;
       tx.release(true);

@@ -203,7 +203,7 @@ async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentity
     )) as unknown as Array<{ rows: Array<{ token: string; epoch: string; backend: string }> }>;
     row = results[1]?.rows[0];
   } catch (err) {
-    logger.warn({ err: (err as Error).message }, 'reader heartbeat read failed');
+    logger.warn({ err }, 'reader heartbeat read failed');
     return 'reader_validation_error';
   }
   if (!row) return 'reader_validation_error';

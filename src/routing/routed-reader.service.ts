@@ -219,7 +219,7 @@ export class RoutedReader {
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: 'statement_cancelled' });
       throw err;
     }
-    this.logger.warn({ path: req.path, backend: tx.backend, err: (err as Error).message }, 'replica read failed; re-running on writer');
+    this.logger.warn({ path: req.path, backend: tx.backend, err }, 'replica read failed; re-running on writer');
     tx.release(true);
     this.metrics.recordRoute(req.path, { decision: 'writer', reason: 'replica_error' });
     return rerun();

@@ -90,7 +90,7 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
         }
       }
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'ban re-check failed; open sockets are re-checked at the next pass');
+      this.logger.warn({ err }, 'ban re-check failed; open sockets are re-checked at the next pass');
     } finally {
       this.sweeping = false;
     }
@@ -108,7 +108,7 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
       // Fresh: announce follows the ban's commit, so a lookup that started before it must not answer.
       if (!(await this.bans.isBanned(communityId, pubkey, undefined, { fresh: true }))) return;
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'ban re-check failed; the periodic pass retries');
+      this.logger.warn({ err }, 'ban re-check failed; the periodic pass retries');
       return;
     }
     for (const conn of held) this.revoke(conn);

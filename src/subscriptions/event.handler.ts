@@ -41,7 +41,7 @@ export class EventHandler {
       const result = run.value;
       conn.send(['OK', result.eventId ?? id, result.accepted, result.message]);
     } catch (err) {
-      conn.log.error({ connId: conn.id, eventId: id, err: (err as Error).message }, 'event ingest failed');
+      conn.log.error({ connId: conn.id, eventId: id, err }, 'event ingest failed');
       this.metrics.eventsRejected.inc({ transport: 'ws', reason: 'error' });
       conn.send(['OK', id, false, 'error: internal server error']);
     } finally {

@@ -92,7 +92,7 @@ export class ReqHandler {
         conn.send(['CLOSED', subId, `restricted: ${COUNT_TOO_BROAD_MESSAGE}`]);
         return;
       }
-      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'COUNT query failed');
+      conn.log.warn({ connId: conn.id, err }, 'COUNT query failed');
       conn.send(['CLOSED', subId, closedReasonFor(err)]);
     }
   }
@@ -125,7 +125,7 @@ export class ReqHandler {
       if (decision.ok) return decision.scope;
       conn.send(['CLOSED', subId, decision.reason]);
     } catch (err) {
-      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'channel access lookup failed');
+      conn.log.warn({ connId: conn.id, err }, 'channel access lookup failed');
       conn.send(['CLOSED', subId, 'error: database error']);
     }
     return undefined;
@@ -142,7 +142,7 @@ export class ReqHandler {
     try {
       banned = await this.bans.isBannedForRead(conn.communityId, conn.pubkey!, conn.nipOaOwner);
     } catch (err) {
-      conn.log.warn({ connId: conn.id, err: (err as Error).message }, 'ban check failed');
+      conn.log.warn({ connId: conn.id, err }, 'ban check failed');
       conn.send(['CLOSED', subId, 'error: database error']);
       return true;
     }
@@ -177,7 +177,7 @@ export class ReqHandler {
         }
       }
     } catch (err) {
-      conn.log.warn({ connId: conn.id, subId, err: (err as Error).message }, 'Historical query failed');
+      conn.log.warn({ connId: conn.id, subId, err }, 'Historical query failed');
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }
@@ -219,7 +219,7 @@ export class ReqHandler {
         }
       }
     } catch (err) {
-      conn.log.warn({ connId: conn.id, subId, err: (err as Error).message }, 'search query failed');
+      conn.log.warn({ connId: conn.id, subId, err }, 'search query failed');
       this.closeIfOwner(conn, subId, token, closedReasonFor(err));
       return;
     }

@@ -64,9 +64,9 @@ export function relayEnvVarNames(): Set<string> {
   return new Set([...asked, ...viaReader, ...direct].filter((n) => /^[A-Z][A-Z0-9_]*$/.test(n)));
 }
 
-/** `buzz_*` metric family names given as `name: '…'` to a prom-client constructor in src/. */
+/** `buzz_*` and `http_*` metric family names given as `name: '…'` to a prom-client constructor in src/. */
 export function sourceMetricFamilies(): Set<string> {
-  return matchesIn(sourceFiles(), /\bname:\s*'(buzz_[a-z0-9_]+)'/g);
+  return matchesIn(sourceFiles(), /\bname:\s*'((?:buzz|http)_[a-z0-9_]+)'/g);
 }
 
 /** A numeric `const NAME = 10_000;` from a source file (underscores allowed). */

@@ -1,6 +1,6 @@
 /**
  * docs/operator.md against the relay itself: every environment variable the relay reads is in the
- * configuration table (and the table names none it does not read); every `buzz_*` metric family
+ * configuration table (and the table names none it does not read); every `buzz_*` and `http_*` metric family
  * the relay registers, found in src/ and scraped from a running relay's /metrics, is in the
  * metrics section with the type it really has; and the alert rules in deploy/prometheus use only
  * metrics that exist and link runbooks that exist.
@@ -33,7 +33,7 @@ const doc = readFileSync(OPERATOR_DOC, 'utf8');
 const configSection = markdownSection(doc, 'Configuration');
 const metricsSection = markdownSection(doc, 'Metrics');
 const documentedVars = tableRowsByName(configSection, /^[A-Z][A-Z0-9_]*$/);
-const metricRows = tableRowsByName(metricsSection, /^buzz_[a-z0-9_]+$/);
+const metricRows = tableRowsByName(metricsSection, /^(?:buzz|http)_[a-z0-9_]+$/);
 
 /** Families the metrics section mentions anywhere (tables, or the placeholder list for work in progress). */
 const mentionedInMetrics = (family: string) => metricsSection.includes(`\`${family}\``) || metricsSection.includes(`\`${family}{`);
@@ -76,10 +76,10 @@ describe('docs/operator.md: metrics', () => {
   const inSource = sourceMetricFamilies();
 
   it('finds the families in src/ (sanity: the scan sees known ones)', () => {
-    expect([...inSource]).toEqual(expect.arrayContaining(['buzz_db_route_decision', 'buzz_db_pool_waiters', 'buzz_ws_connections_active']));
+    expect([...inSource]).toEqual(expect.arrayContaining(['buzz_db_route_decision', 'buzz_db_pool_waiters', 'buzz_ws_connections_active', 'http_requests_total']));
   });
 
-  it('documents every buzz_* family named in src/', () => {
+  it('documents every buzz_* and http_* family named in src/', () => {
     expect([...inSource].filter((family) => !mentionedInMetrics(family)).sort()).toEqual([]);
   });
 
@@ -105,8 +105,8 @@ describe('docs/operator.md: metrics', () => {
       await db?.drop();
     });
 
-    it('documents every buzz_* family /metrics exposes', () => {
-      const families = [...exposed.keys()].filter((name) => name.startsWith('buzz_'));
+    it('documents every buzz_* and http_* family /metrics exposes', () => {
+      const families = [...exposed.keys()].filter((name) => name.startsWith('buzz_') || name.startsWith('http_'));
       expect(families.length).toBeGreaterThan(20);
       expect(families.filter((family) => !mentionedInMetrics(family)).sort()).toEqual([]);
     });

@@ -45,7 +45,7 @@ export async function startRelay(env: Record<string, string>, timeoutMs = 30_000
       reject(new Error(`relay exited with ${code} before listening:\n${out}`));
     });
   });
-  const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
+  const metricsUrl = /buzz-relay metrics on (http:\/\/[^\s"]+)/.exec(out)?.[1];
   if (!metricsUrl) throw new Error(`relay printed no metrics address:\n${out}`);
   return {
     port,

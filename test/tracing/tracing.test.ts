@@ -14,6 +14,7 @@ import { REPLICA_FLOOR_LOCK_KEY } from '../../src/database/constants.js';
 import { ProbeError } from '../../src/replica-fence/fence-probe.js';
 import { BOUNDED } from '../../src/routing/route-predicate.js';
 import { eventually } from '../harness/eventually.js';
+import { newIdentity, nip98Header } from '../harness/nostr-clients.js';
 import { relayEnv } from '../harness/relay-fixture.js';
 import { startRelay } from '../harness/relay-process.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
@@ -149,6 +150,21 @@ describe('the built relay exports over OTLP only when OTEL_* says so', () => {
     return names;
   };
 
+  interface OtlpSpan {
+    name: string;
+    kind: number;
+    traceId: string;
+    spanId: string;
+    parentSpanId?: string;
+    attributes?: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+  }
+  const otlpSpans = (): OtlpSpan[] =>
+    (bodies as { resourceSpans?: { scopeSpans?: { spans?: OtlpSpan[] }[] }[] }[]).flatMap((b) => (b.resourceSpans ?? []).flatMap((rs) => (rs.scopeSpans ?? []).flatMap((ss) => ss.spans ?? [])));
+  const attr = (span: OtlpSpan, key: string): string | undefined => {
+    const v = span.attributes?.find((a) => a.key === key)?.value;
+    return v === undefined ? undefined : String(v.stringValue ?? v.intValue);
+  };
+
   const otel = (extra: Record<string, string>) =>
     relayEnv(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100', ...extra });
 
@@ -158,6 +174,34 @@ describe('the built relay exports over OTLP only when OTEL_* says so', () => {
     try {
       await eventually('probe spans at the collector', async () => ['replica_fence_probe', 'replica_fence_probe_acquire', 'replica_fence_probe_lock'].every((n) => spanNames().has(n)));
       expect([...serviceNames()]).toEqual(['buzz-tracing-test']);
+    } finally {
+      await relay.stop();
+    }
+  }, 60_000);
+
+  it('each HTTP request is an http.request server span, the parent of the datastore spans it runs', async () => {
+    bodies.length = 0;
+    const relay = await startRelay(otel({}));
+    try {
+      const reader = newIdentity();
+      // Padded so that the body arrives in many chunks, after the request's first hooks ran.
+      const body = JSON.stringify([{ kinds: [1], limit: 5 }]) + ' '.repeat(512 * 1024);
+      const url = `${relay.httpUrl}/query`;
+      expect((await fetch(url, { method: 'POST', headers: { authorization: nip98Header(reader, url, body, undefined, true) }, body })).status).toBe(200);
+      expect((await fetch(`${relay.httpUrl}/no-such-route`)).status).toBe(404);
+      const requestSpans = () => otlpSpans().filter((s) => s.name === 'http.request');
+      await eventually('two http.request spans at the collector', async () => requestSpans().length >= 2);
+      const [query, missing] = [requestSpans().find((s) => attr(s, 'http.route') === '/query'), requestSpans().find((s) => attr(s, 'http.route') === undefined)];
+      expect(query).toBeDefined();
+      expect(missing).toBeDefined();
+      expect(query!.kind).toBe(2); // SPAN_KIND_SERVER
+      expect(attr(query!, 'http.request.method')).toBe('POST');
+      expect(attr(query!, 'http.response.status_code')).toBe('200');
+      expect(query!.parentSpanId ?? '').toBe('');
+      expect(attr(missing!, 'http.request.method')).toBe('GET');
+      expect(attr(missing!, 'http.response.status_code')).toBe('404');
+      // The bridge read's datastore spans are children of its request's span.
+      await eventually('the read under the request span', async () => otlpSpans().some((s) => s.parentSpanId === query!.spanId && s.traceId === query!.traceId));
     } finally {
       await relay.stop();
     }
