@@ -33,10 +33,28 @@ export function matchedRoute(req: FastifyRequest): string | undefined {
   return req.is404 ? undefined : req.routeOptions.url;
 }
 
-/** `caller` of the HTTP metrics: the mesh's downstream cluster when it is a plain name, else `unknown`. */
-export function metricsCaller(value: string | string[] | undefined): string {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v !== undefined && VALID_CALLER.test(v) ? v : 'unknown';
+/** Distinct `caller` values one process labels its HTTP metrics with; later new ones count as `unknown`. */
+export const MAX_CALLERS = 32;
+
+/**
+ * `caller` of the HTTP metrics: the mesh's downstream cluster when it is a plain name, else
+ * `unknown`. The header may come from clients (no mesh in front), so the values are a bounded
+ * set: the first {@link MAX_CALLERS} distinct names keep their label, any name after them is
+ * `unknown`, and a client sending a new name per request cannot grow the registry.
+ */
+export class CallerLabels {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly max = MAX_CALLERS) {}
+
+  of(value: string | string[] | undefined): string {
+    const v = Array.isArray(value) ? value[0] : value;
+    if (v === undefined || !VALID_CALLER.test(v)) return 'unknown';
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.max) return 'unknown';
+    this.seen.add(v);
+    return v;
+  }
 }
 
 /** Liveness and readiness routes (`/_liveness`, `/_readiness` and the plain names). */
@@ -50,6 +68,7 @@ export function skippedByMetrics(route: string): boolean {
 }
 
 export function installHttpObserver(fastify: FastifyInstance, log: BaseLogger, metrics: RelayMetrics): void {
+  const callers = new CallerLabels();
   fastify.addHook('onRequest', (req, _reply, done) => {
     const span = tracer.startSpan('http.request', { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } });
     spans.set(req, span);
@@ -62,7 +81,7 @@ export function installHttpObserver(fastify: FastifyInstance, log: BaseLogger, m
     const elapsedMs = reply.elapsedTime;
     logRequest(log, req, route, status, elapsedMs);
     if (route !== undefined && !skippedByMetrics(route)) {
-      const labels = { code: String(status), caller: metricsCaller(req.headers[CALLER_HEADER]), action: route };
+      const labels = { code: String(status), caller: callers.of(req.headers[CALLER_HEADER]), action: route };
       metrics.httpRequests.inc(labels);
       metrics.httpRequestLatency.observe(labels, elapsedMs);
     }
