@@ -3,8 +3,8 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
 import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } from '../metrics/database-metrics.service.js';
-import { DATABASE_OPTIONS } from './database.options.js';
-import type { DatabaseModuleOptions } from './database.options.js';
+import { DATABASE_OPTIONS, poolSettings } from './database.options.js';
+import type { DatabaseModuleOptions, PoolSettings } from './database.options.js';
 import { DB } from './database.types.js';
 import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
@@ -52,18 +52,21 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   private started: Promise<void> | undefined;
   /** Logs an idle connection's failure; the replica fence's probe pool reports through it too. */
   readonly onPoolError: (role: string, err: Error) => void;
+  /** Pool sizes and writer session timeouts, defaults filled in. */
+  readonly settings: PoolSettings;
 
   constructor(
     @Inject(DATABASE_OPTIONS) private readonly options: DatabaseModuleOptions,
     private readonly metrics: DatabaseMetrics,
   ) {
     if (!options.writerUrl) throw new Error('DatabaseModule: writerUrl is not set');
+    this.settings = poolSettings(options);
     this.onPoolError = (role: string, err: Error) =>
       this.logger.warn({ poolRole: role, err: err.message, code: (err as { code?: string }).code }, 'idle database connection failed');
     this.steps = new ConnectionSteps(metrics, () => this.closing);
-    this.writerPool = createWriterPool(options, options.writerUrl, this.onPoolError, this.steps);
+    this.writerPool = createWriterPool(this.settings, options.writerUrl, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
-    this.readerPool = options.readerUrl ? createReaderPool(options, options.readerUrl, this.onPoolError) : undefined;
+    this.readerPool = options.readerUrl ? createReaderPool(this.settings, options.readerUrl, this.onPoolError) : undefined;
     this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
   }
@@ -213,14 +216,14 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
    */
   readerSaturated(): boolean {
     const p = this.readerPool;
-    return p !== undefined && p.totalCount >= this.options.readPoolSize && p.idleCount === 0;
+    return p !== undefined && p.totalCount >= this.settings.readPoolSize && p.idleCount === 0;
   }
 
   poolSamples(): { writer: PoolSample; reader?: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
-      writer: sample(this.writerPool, this.options.poolSize),
-      reader: this.readerPool ? sample(this.readerPool, this.options.readPoolSize) : undefined,
+      writer: sample(this.writerPool, this.settings.poolSize),
+      reader: this.readerPool ? sample(this.readerPool, this.settings.readPoolSize) : undefined,
     };
   }
 
@@ -311,7 +314,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   private async connectWriter(): Promise<void> {
     await this.steps.run('writer_pool', async () => {
       const clients = await Promise.all(
-        Array.from({ length: Math.min(WRITER_POOL_MIN, this.options.poolSize) }, () => this.acquireWriter('bootstrap')),
+        Array.from({ length: Math.min(WRITER_POOL_MIN, this.settings.poolSize) }, () => this.acquireWriter('bootstrap')),
       );
       for (const c of clients) c.release();
     });

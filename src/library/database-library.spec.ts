@@ -118,7 +118,7 @@ describe('buzz-relay/database: each module alone, from its own options', () => {
     const ref = await build([
       DatabaseModule.forRoot(OPTIONS),
       ReplicaFenceModule.forRoot({ probe: false }),
-      HistoryReadsModule.forRoot({ readPoolSize: OPTIONS.readPoolSize }),
+      HistoryReadsModule.forRoot({ readPoolSize: 10 }),
       RoutedReaderModule.forRoot({ readMaxAgeMs: 2000, writerReadCap: 2 }),
     ]);
     const fence = ref.get(ReplicaFenceService);
@@ -135,7 +135,7 @@ describe('buzz-relay/database: each module alone, from its own options', () => {
     await build([
       DatabaseModule.forRoot(OPTIONS),
       ReplicaFenceModule.forRoot({ probe: true }),
-      HistoryReadsModule.forRoot({ readPoolSize: OPTIONS.readPoolSize }),
+      HistoryReadsModule.forRoot({ readPoolSize: 10 }),
       RoutedReaderModule.forRoot({ readMaxAgeMs: 2000, writerReadCap: 2 }),
     ]);
     const names = register.getMetricsAsArray().map((m) => m.name);

@@ -11,15 +11,18 @@ export interface RoutedReaderModuleOptions {
    * interval + 1200 ms, or one late beat spills reads to the writer (warned at start).
    */
   readonly readMaxAgeMs: number;
-  /** How many client-driven reads may hold writer connections at once (the rest stay for writes). */
-  readonly writerReadCap: number;
+  /**
+   * How many client-driven reads may hold writer connections at once, so the rest of the writer
+   * pool stays for writes (default half the writer pool, at least 1).
+   */
+  readonly writerReadCap?: number;
   /** Statement deadline of a client-driven read on the writer, ms (default 20000). */
   readonly clientReadTimeoutMs?: number;
   /** Benchmark only: no history gate, and shed history reads spill onto the writer instead. */
   readonly spillHistory?: boolean;
 }
 
-export const CLIENT_READ_TIMEOUT_DEFAULT_MS = 20_000;
+export const WRITER_READ_TIMEOUT_DEFAULT_MS = 20_000;
 
 /** forRoot / forRootAsync; global like DatabaseModule (registered once, at the root). */
 export const {

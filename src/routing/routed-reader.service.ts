@@ -22,7 +22,7 @@ import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePredicate } from './route-predicate.js';
-import { CLIENT_READ_TIMEOUT_DEFAULT_MS, ROUTED_READER_OPTIONS } from './routed-reader.options.js';
+import { WRITER_READ_TIMEOUT_DEFAULT_MS, ROUTED_READER_OPTIONS } from './routed-reader.options.js';
 import type { RoutedReaderModuleOptions } from './routed-reader.options.js';
 import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest, WriterReadRejected } from './routed-read.types.js';
 
@@ -56,7 +56,7 @@ export class RoutedReader {
     private readonly metrics: DatabaseMetrics,
     private readonly gate: HistoryReadGate,
   ) {
-    this.writerReads = new PermitGate(options.writerReadCap);
+    this.writerReads = new PermitGate(options.writerReadCap ?? Math.max(1, Math.floor(db.settings.poolSize / 2)));
     this.spillHistory = options.spillHistory === true;
     if (this.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
     const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
@@ -177,7 +177,7 @@ export class RoutedReader {
     }
     try {
       const client = await this.db.acquireWriter(operation, opts.signal);
-      armReadDeadline(client, this.options.clientReadTimeoutMs ?? CLIENT_READ_TIMEOUT_DEFAULT_MS);
+      armReadDeadline(client, this.options.clientReadTimeoutMs ?? WRITER_READ_TIMEOUT_DEFAULT_MS);
       const cancel = cancelOnAbort(client, opts.signal);
       let result: T;
       try {
