@@ -4,7 +4,7 @@
  * (the relay's migrations and its monthly `events` partitions). The relay maps its AppConfig onto
  * this (src/relay-database.modules.ts); another service writes it by hand (docs/library.md).
  */
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { rootModuleBuilder } from '../common/root-module-builder.js';
 
 export interface DatabaseModuleOptions {
   /** The writer (primary). Serving connections, migrations and, with ReplicaFenceModule, the probe use it. */
@@ -58,7 +58,4 @@ export function poolSettings(o: DatabaseModuleOptions): PoolSettings {
 export const {
   ConfigurableModuleClass: ConfigurableDatabaseModule,
   MODULE_OPTIONS_TOKEN: DATABASE_OPTIONS,
-} = new ConfigurableModuleBuilder<DatabaseModuleOptions>({ moduleName: 'Database' })
-  .setClassMethodName('forRoot')
-  .setExtras({}, (definition) => ({ ...definition, global: true }))
-  .build();
+} = rootModuleBuilder<DatabaseModuleOptions>('Database');

@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { SearchRepository } from './search.repository.js';
@@ -20,7 +21,7 @@ import { Nip43State } from './commands/nip43-state.service.js';
 import { RelayAdminCommands } from './commands/relay-admin.commands.js';
 
 @Module({
-  imports: [ChannelsModule, ModerationModule],
+  imports: [ChannelsModule, ModerationModule, RedisModule],
   providers: [
     IngestGates,
     SearchRepository,

@@ -3,7 +3,7 @@
  * and how often the pool and fence gauges are sampled. The staleness budget is the
  * RoutedReader's (RoutedReaderModule), not the fence's.
  */
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { rootModuleBuilder } from '../common/root-module-builder.js';
 
 export interface ReplicaFenceModuleOptions {
   /**
@@ -20,11 +20,8 @@ export interface ReplicaFenceModuleOptions {
 
 export const FENCE_METRICS_INTERVAL_DEFAULT_SECS = 10;
 
-/** forRoot / forRootAsync; global like DatabaseModule (registered once, at the root). */
+/** forRoot / forRootAsync (common/root-module-builder.ts). */
 export const {
   ConfigurableModuleClass: ConfigurableReplicaFenceModule,
   MODULE_OPTIONS_TOKEN: REPLICA_FENCE_OPTIONS,
-} = new ConfigurableModuleBuilder<ReplicaFenceModuleOptions>({ moduleName: 'ReplicaFence' })
-  .setClassMethodName('forRoot')
-  .setExtras({}, (definition) => ({ ...definition, global: true }))
-  .build();
+} = rootModuleBuilder<ReplicaFenceModuleOptions>('ReplicaFence');

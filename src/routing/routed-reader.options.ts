@@ -2,7 +2,7 @@
  * What RoutedReaderModule needs: the staleness budget bounded reads accept, and the cap and
  * deadline of client-driven reads served by the writer.
  */
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { rootModuleBuilder } from '../common/root-module-builder.js';
 
 export interface RoutedReaderModuleOptions {
   /**
@@ -24,11 +24,8 @@ export interface RoutedReaderModuleOptions {
 
 export const WRITER_READ_TIMEOUT_DEFAULT_MS = 20_000;
 
-/** forRoot / forRootAsync; global like DatabaseModule (registered once, at the root). */
+/** forRoot / forRootAsync (common/root-module-builder.ts). */
 export const {
   ConfigurableModuleClass: ConfigurableRoutedReaderModule,
   MODULE_OPTIONS_TOKEN: ROUTED_READER_OPTIONS,
-} = new ConfigurableModuleBuilder<RoutedReaderModuleOptions>({ moduleName: 'RoutedReader' })
-  .setClassMethodName('forRoot')
-  .setExtras({}, (definition) => ({ ...definition, global: true }))
-  .build();
+} = rootModuleBuilder<RoutedReaderModuleOptions>('RoutedReader');
