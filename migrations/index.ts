@@ -21,6 +21,7 @@ import * as m0018 from './0018_event_tags.js';
 import * as m0019 from './0019_prune_deleted_events.js';
 import * as m0020 from './0020_channel_invites.js';
 import * as m0021 from './0021_bans_notify.js';
+import * as m0022 from './0022_moderation_reports.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0019_prune_deleted_events': m0019,
   '0020_channel_invites': m0020,
   '0021_bans_notify': m0021,
+  '0022_moderation_reports': m0022,
 };

@@ -8,6 +8,7 @@ import { BridgeQueryService } from './bridge-query.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
 import { BridgeController } from './bridge.controller.js';
 import { EventsController } from './events.controller.js';
+import { ModerationController } from './moderation.controller.js';
 import { Nip11Controller } from './nip11.controller.js';
 import { ThreadWindowRepository } from './thread-window.repository.js';
 import { ThreadWindowService } from './thread-window.service.js';
@@ -16,6 +17,6 @@ import { ThreadWindowService } from './thread-window.service.js';
   imports: [EventsModule, AuthModule, TenancyModule, RedisModule],
   // RelaySigner comes from ChannelsModule (via EventsModule): one relay key for stored state and overlays.
   providers: [BridgeAdmission, BridgeReadsRepository, BridgeQueryService, ThreadWindowRepository, ThreadWindowService],
-  controllers: [BridgeController, EventsController, Nip11Controller],
+  controllers: [BridgeController, EventsController, Nip11Controller, ModerationController],
 })
 export class BridgeModule {}

@@ -4,6 +4,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { MAX_SUBSCRIPTIONS } from '../subscriptions/req.handler.js';
+import { TenancyService } from '../tenancy/tenancy.service.js';
 
 export const RELAY_VERSION = '0.1.0';
 
@@ -18,13 +19,14 @@ export class Nip11Controller {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly signer: RelaySigner,
+    private readonly tenancy: TenancyService,
   ) {}
 
   @Get()
-  root(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+  async root(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const accept = String(req.headers.accept ?? '');
     if (accept.includes('application/nostr+json')) {
-      void reply.status(200).header('content-type', 'application/nostr+json').header('access-control-allow-origin', '*').send(JSON.stringify(this.document()));
+      void reply.status(200).header('content-type', 'application/nostr+json').header('access-control-allow-origin', '*').send(JSON.stringify(await this.document(req)));
       return;
     }
     void reply.status(200).header('content-type', 'text/plain; charset=utf-8').send('Buzz relay: connect with a Nostr client over WebSocket.\n');
@@ -32,11 +34,11 @@ export class Nip11Controller {
 
   @Get('info')
   @Header('access-control-allow-origin', '*')
-  info(): Record<string, unknown> {
-    return this.document();
+  info(@Req() req: FastifyRequest): Promise<Record<string, unknown>> {
+    return this.document(req);
   }
 
-  private document(): Record<string, unknown> {
+  private async document(req: FastifyRequest): Promise<Record<string, unknown>> {
     const stableKey = this.config.relayPrivateKey !== undefined;
     const nips = this.config.requireRelayMembership && stableKey ? [...SUPPORTED_NIPS, NIP43].sort((a, b) => a - b) : SUPPORTED_NIPS;
     return {
@@ -50,6 +52,8 @@ export class Nip11Controller {
       version: RELAY_VERSION,
       // The relay's signing key (NIP-29 state, overlays), only when it is stable across restarts.
       ...(stableKey ? { self: this.signer.pubkey } : {}),
+      // Host-scoped (relay.md §6.2): the workspace icon of the request's community (kind 9033).
+      ...(await this.hostScoped(req)),
       limitation: {
         max_message_length: this.config.limits.maxFrameBytes,
         max_subscriptions: MAX_SUBSCRIPTIONS,
@@ -64,5 +68,11 @@ export class Nip11Controller {
         max_not_before_delta: 31_536_000,
       },
     };
+  }
+
+  /** Fields of the request host's community; none for an unmapped host or a failed lookup. */
+  private async hostScoped(req: FastifyRequest): Promise<Record<string, unknown>> {
+    const tenant = await this.tenancy.resolve(req.headers.host);
+    return tenant.ok && tenant.community.icon !== null ? { icon: tenant.community.icon } : {};
   }
 }

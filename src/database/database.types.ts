@@ -39,6 +39,8 @@ export interface CommunitiesTable {
   host: string;
   name: string | null;
   thread_replies_in_channel: Generated<boolean>;
+  /** The workspace icon (kind 9033): an http(s) or data:image URL. */
+  icon: string | null;
   archived_at: NullableTimestamp;
   created_at: TimestampDefaultNow;
 }
@@ -226,6 +228,44 @@ export interface PubkeyAllowlistTable {
   created_at: TimestampDefaultNow;
 }
 
+export type ReportTargetKind = 'event' | 'pubkey';
+export type ReportStatus = 'open' | 'resolved' | 'dismissed';
+
+/** The moderator queue: one NIP-56 report (kind 1984) per row, unique per (community, report event). */
+export interface ModerationReportsTable {
+  id: Generated<string>;
+  community_id: string;
+  report_event_id: string;
+  reporter_pubkey: string;
+  target_kind: ReportTargetKind;
+  target_pubkey: string;
+  target_event_id: string | null;
+  channel_id: string | null;
+  report_type: string;
+  note: string | null;
+  status: Generated<ReportStatus>;
+  resolution_action: string | null;
+  resolved_by: string | null;
+  resolved_at: NullableTimestamp;
+  created_at: TimestampDefaultNow;
+}
+
+/** The moderation audit trail: one row per decision, written with the change it records. */
+export interface ModerationActionsTable {
+  id: Generated<string>;
+  community_id: string;
+  /** Null for the operator CLI. */
+  actor_pubkey: string | null;
+  action: string;
+  target_pubkey: string | null;
+  target_event_id: string | null;
+  report_id: string | null;
+  command_event_id: string | null;
+  reason: string | null;
+  expires_at: NullableTimestamp;
+  created_at: TimestampDefaultNow;
+}
+
 /** PK (community_id, event_id). */
 export interface ArtifactHeadsTable {
   community_id: string;
@@ -261,6 +301,8 @@ export interface DB {
   bans: BansTable;
   timeouts: TimeoutsTable;
   pubkey_allowlist: PubkeyAllowlistTable;
+  moderation_reports: ModerationReportsTable;
+  moderation_actions: ModerationActionsTable;
   artifact_heads: ArtifactHeadsTable;
   replica_heartbeat: ReplicaHeartbeatTable;
   _operator_global_tables: OperatorGlobalTablesTable;

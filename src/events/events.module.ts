@@ -4,6 +4,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
 import { RedisModule } from '../redis/redis.module.js';
+import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { SearchRepository } from './search.repository.js';
@@ -19,9 +20,10 @@ import { CommandReplayGuard } from './commands/command-replay.guard.js';
 import { ModerationCommands } from './commands/moderation.commands.js';
 import { Nip43State } from './commands/nip43-state.service.js';
 import { RelayAdminCommands } from './commands/relay-admin.commands.js';
+import { ReportIntake } from './commands/report.commands.js';
 
 @Module({
-  imports: [ChannelsModule, ModerationModule, RedisModule],
+  imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
   providers: [
     IngestGates,
     SearchRepository,
@@ -47,6 +49,7 @@ import { RelayAdminCommands } from './commands/relay-admin.commands.js';
     Nip43State,
     RelayAdminCommands,
     ModerationCommands,
+    ReportIntake,
   ],
   exports: [
     SignatureVerifier,

@@ -23,6 +23,7 @@ import { IngestGates } from './ingest-gates.service.js';
 import { reject, Rejection } from './rejection.js';
 import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
 import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
+import { ReportIntake } from './commands/report.commands.js';
 
 export interface IngestResult {
   readonly accepted: boolean;
@@ -57,6 +58,7 @@ export class IngestService {
     private readonly signer: RelaySigner,
     private readonly relayAdmin: RelayAdminCommands,
     private readonly moderationCommands: ModerationCommands,
+    private readonly reports: ReportIntake,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -84,7 +86,9 @@ export class IngestService {
     if (!limits.ok) reject(limits.reason);
     if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject('restricted: unknown event kind');
     // Executed, never stored, and before the moderation gate (§5.2 steps 7 and 11): a timed-out
-    // moderator can still lift a timeout; the commands check a ban themselves.
+    // moderator can still lift a timeout; the commands check a ban themselves. Reports (1984) go
+    // to the moderator queue only.
+    if (event.kind === KIND.REPORT) return this.executed(event, await this.reports.execute(ctx.communityId, event));
     if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
     if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
     await this.gates.moderationGate(ctx.communityId, event.pubkey);

@@ -162,15 +162,6 @@ export class ModerationRepository {
     return row !== undefined;
   }
 
-  /** Bans the key (permanently unless `expiresAt`); a second ban replaces the first's terms. */
-  async ban(communityId: string, pubkey: string, bannedBy: string | null, reason: string | null, expiresAt: Date | null = null): Promise<void> {
-    await this.db.writer
-      .insertInto('bans')
-      .values({ community_id: communityId, pubkey, banned_by: bannedBy, reason, expires_at: expiresAt })
-      .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ reason, banned_by: bannedBy, expires_at: expiresAt }))
-      .execute();
-  }
-
   async addRelayMember(communityId: string, pubkey: string, role: 'owner' | 'admin' | 'member', addedBy: string | null): Promise<void> {
     await this.db.writer
       .insertInto('relay_members')

@@ -95,6 +95,15 @@ export class RelayMembershipRepository {
     return rows.map((r) => r.community_id);
   }
 
+  /** Bans the key (permanently unless `expiresAt`); a second ban replaces the first's terms. */
+  async upsertBan(db: Kysely<DB>, communityId: string, pubkey: string, bannedBy: string | null, reason: string | null, expiresAt: Date | null): Promise<void> {
+    await db
+      .insertInto('bans')
+      .values({ community_id: communityId, pubkey, banned_by: bannedBy, reason, expires_at: expiresAt })
+      .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ reason, banned_by: bannedBy, expires_at: expiresAt }))
+      .execute();
+  }
+
   /** Lifts a ban that is in force; false when there was none. */
   async liftBan(db: Kysely<DB>, communityId: string, pubkey: string): Promise<boolean> {
     const rows = await db

@@ -1,12 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import { sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
+import { DB } from '../database/database.types.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 
 export interface Community {
   readonly id: string;
   readonly host: string;
   readonly archived: boolean;
+  /** The workspace icon set by kind 9033 (NIP-11 `icon`), if any. */
+  readonly icon: string | null;
+}
+
+/** What a 9033 changes; an absent field is left as it is. */
+export interface WorkspaceProfile {
+  /** The new icon; null clears it. */
+  readonly icon?: string | null;
+  readonly threadRepliesInChannel?: boolean;
 }
 
 /** Community lookups. Tenant resolution always reads the writer. */
@@ -20,19 +30,19 @@ export class CommunityRepository {
   /** Looks the host up in communities first, then in community_host_aliases. */
   async findByHost(hosts: readonly string[]): Promise<Community | undefined> {
     // The first host is the most specific; a direct host beats an alias of the same name.
-    const row = await this.routed.onWriter('tenant_resolution', (db) => sql<{ id: string; host: string; archived: boolean }>`
-      select id, host, archived from (
-        select c.id, c.host, c.host as matched, (c.archived_at is not null) as archived, 0 as rank
+    const row = await this.routed.onWriter('tenant_resolution', (db) => sql<{ id: string; host: string; archived: boolean; icon: string | null }>`
+      select id, host, archived, icon from (
+        select c.id, c.host, c.host as matched, (c.archived_at is not null) as archived, c.icon, 0 as rank
           from communities c where c.host = any(${hosts as string[]}::text[])
         union all
-        select c.id, c.host, a.host as matched, (c.archived_at is not null) as archived, 1 as rank
+        select c.id, c.host, a.host as matched, (c.archived_at is not null) as archived, c.icon, 1 as rank
           from community_host_aliases a join communities c on c.id = a.community_id
          where a.host = any(${hosts as string[]}::text[])
       ) m
       order by array_position(${hosts as string[]}::text[], m.matched), m.rank
       limit 1`.execute(db));
     const r = row.rows[0];
-    return r ? { id: r.id, host: r.host, archived: r.archived } : undefined;
+    return r ? { id: r.id, host: r.host, archived: r.archived, icon: r.icon } : undefined;
   }
 
   async settings(communityId: string): Promise<{ threadRepliesInChannel: boolean }> {
@@ -40,6 +50,15 @@ export class CommunityRepository {
       db.selectFrom('communities').select('thread_replies_in_channel').where('id', '=', communityId).executeTakeFirst(),
     );
     return { threadRepliesInChannel: row?.thread_replies_in_channel ?? false };
+  }
+
+  /** Applies a workspace profile (kind 9033) in the caller's writer transaction. */
+  async setProfile(db: Kysely<DB>, communityId: string, profile: WorkspaceProfile): Promise<void> {
+    const set: { icon?: string | null; thread_replies_in_channel?: boolean } = {};
+    if (profile.icon !== undefined) set.icon = profile.icon;
+    if (profile.threadRepliesInChannel !== undefined) set.thread_replies_in_channel = profile.threadRepliesInChannel;
+    if (Object.keys(set).length === 0) return;
+    await db.updateTable('communities').set(set).where('id', '=', communityId).execute();
   }
 
   /** Creates a community for the first host with the others as aliases; idempotent. */

@@ -33,6 +33,11 @@ export class TenancyService {
 
   constructor(private readonly communities: CommunityRepository) {}
 
+  /** Drops this pod's cached resolutions of a community whose record changed (a 9033). */
+  forget(communityId: string): void {
+    for (const [host, entry] of this.cache) if (entry.community.id === communityId) this.cache.delete(host);
+  }
+
   async resolve(rawHost: string | undefined): Promise<TenantResolution> {
     const host = normalizeHost(rawHost);
     if (!host) return { ok: false, reason: 'empty_host' };

@@ -4,21 +4,24 @@
  * operators rely on. Two relay pods behind one load-balancer port, each on Redis and on the
  * primary/replica pair; Prometheus scraping each pod; loopback-only ports; start order; Postgres
  * settings identical to the test harness's (src/database/embedded/pg-cluster.ts) except its
- * speed-only ones, which production must leave at their durable defaults. `haproxy -c` and
- * `promtool` validate their configs where those binaries are installed.
+ * speed-only ones, which production must leave at their durable defaults. `haproxy -c` validates
+ * its config where haproxy is installed; `promtool` validates prometheus.yml and the rules (required
+ * under CI=true, which installs it).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/app-config.js';
 import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
-import { onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
+import { itWithTool, onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
 const HAPROXY_CFG = 'deploy/compose/haproxy.cfg';
 const PROMETHEUS_CFG = 'deploy/compose/prometheus.yml';
 const REDIS_URL = 'redis://redis:6379';
+const GRAFANA_PROVISIONING = '/etc/grafana/provisioning';
+const GRAFANA_DASHBOARDS = 'deploy/grafana/dashboards';
 
 /**
  * Harness settings that are deliberately not in the compose file: durability traded for speed
@@ -44,6 +47,19 @@ interface ComposeService {
 interface ComposeFile {
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
+}
+
+interface GrafanaDatasources {
+  datasources?: Array<{ type: string; url: string; isDefault?: boolean }>;
+}
+
+interface GrafanaProviders {
+  providers?: Array<{ type: string; options: { path: string } }>;
+}
+
+interface GrafanaDashboard {
+  uid: string;
+  templating: { list: Array<Record<string, unknown>> };
 }
 
 interface PrometheusConfig {
@@ -163,6 +179,20 @@ function haproxySections(text: string): Map<string, string[]> {
   return sections;
 }
 
+/** Every `datasource` reference in a dashboard (panels, targets, variables). */
+function datasourceRefs(node: unknown): unknown[] {
+  if (Array.isArray(node)) return node.flatMap(datasourceRefs);
+  if (!node || typeof node !== 'object') return [];
+  return Object.entries(node).flatMap(([key, value]) => (key === 'datasource' ? [value] : datasourceRefs(value)));
+}
+
+/** The host path (`./…`) a service mounts at `target`. */
+function mountedAt(service: ComposeService, target: string): string {
+  const mount = bindMounts(service).find((m) => m.target === target);
+  if (!mount) throw new Error(`nothing is mounted at ${target}`);
+  return mount.source;
+}
+
 /** Bind-mounted host paths (`./…`) of a service. */
 function bindMounts(service: ComposeService): Array<{ source: string; target: string }> {
   return (service.volumes ?? [])
@@ -201,15 +231,15 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('defines the Postgres pair, Redis, two relay pods, the load balancer and Prometheus', () => {
-    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['primary', 'replica', 'redis', 'lb', 'prometheus']));
+  it('defines the Postgres pair, Redis, two relay pods, the load balancer, Prometheus and Grafana', () => {
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['primary', 'replica', 'redis', 'lb', 'prometheus', 'grafana']));
     expect(relays).toEqual(['relay-a', 'relay-b']);
     for (const name of relays) expect(compose.services[name].build).toBeDefined();
   });
 
-  it('publishes only the load balancer and Prometheus, on 127.0.0.1 only', () => {
+  it('publishes only the load balancer, Prometheus and Grafana, on 127.0.0.1 only', () => {
     const published = Object.entries(compose.services).flatMap(([name, s]) => (s.ports ?? []).map((p) => ({ name, ...portOf(p) })));
-    expect(published.map((p) => p.name).sort()).toEqual(['lb', 'prometheus']);
+    expect(published.map((p) => p.name).sort()).toEqual(['grafana', 'lb', 'prometheus']);
     for (const p of published) expect(p).toEqual({ ...p, hostIp: '127.0.0.1' });
   });
 
@@ -323,6 +353,35 @@ describe('docker-compose.yml', () => {
     for (const ruleFile of prometheus.rule_files ?? []) expect(mounted.map((m) => m.target)).toContain(ruleFile);
   });
 
+  it('has Grafana provision the compose Prometheus as its default datasource, once Prometheus is healthy', () => {
+    const grafana = compose.services.grafana;
+    expect(dependsOn(grafana).prometheus).toEqual({ condition: 'service_healthy' });
+    const dir = mountedAt(grafana, `${GRAFANA_PROVISIONING}/datasources`);
+    const sources = readdirSync(path.join(ROOT, dir)).flatMap((f) => readYaml<GrafanaDatasources>(`${dir}/${f}`).datasources ?? []);
+    const [prometheusPort] = (compose.services.prometheus.ports ?? []).map(portOf);
+    expect(sources).toEqual([expect.objectContaining({ type: 'prometheus', url: `http://prometheus:${prometheusPort.target}`, isDefault: true })]);
+  });
+
+  it('has Grafana load every dashboard of deploy/grafana/dashboards, each on the datasource variable', () => {
+    const grafana = compose.services.grafana;
+    const dir = mountedAt(grafana, `${GRAFANA_PROVISIONING}/dashboards`);
+    const providers = readdirSync(path.join(ROOT, dir)).flatMap((f) => readYaml<GrafanaProviders>(`${dir}/${f}`).providers ?? []);
+    expect(providers.map((p) => p.type)).toEqual(['file']);
+    expect(mountedAt(grafana, providers[0].options.path)).toBe(`./${GRAFANA_DASHBOARDS}`);
+    const files = readdirSync(path.join(ROOT, GRAFANA_DASHBOARDS)).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThan(0);
+    const uids = new Set<string>();
+    for (const file of files) {
+      const dashboard = JSON.parse(readText(`${GRAFANA_DASHBOARDS}/${file}`)) as GrafanaDashboard;
+      uids.add(dashboard.uid);
+      expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus' }));
+      const datasources = datasourceRefs(dashboard);
+      expect(datasources.length).toBeGreaterThan(0);
+      expect({ file, other: datasources.filter((d) => JSON.stringify(d) !== JSON.stringify({ type: 'prometheus', uid: '${datasource}' })) }).toEqual({ file, other: [] });
+    }
+    expect(uids.size).toBe(files.length);
+  });
+
   it('mounts only files that exist in the repository', () => {
     const sources = Object.values(compose.services).flatMap((s) => bindMounts(s).map((m) => m.source));
     expect(sources.length).toBeGreaterThan(0);
@@ -359,7 +418,7 @@ describe('docker-compose.yml', () => {
     for (const w of warnings) expect(w).toMatch(/could not resolve address '(relay-a|relay-b)'/);
   });
 
-  (onPath('promtool') ? it : it.skip)('prometheus.yml and the alert rules pass promtool', async () => {
+  itWithTool('promtool')('prometheus.yml and the alert rules pass promtool', async () => {
     expect(await runTool('promtool', ['check', 'config', '--syntax-only', PROMETHEUS_CFG])).toEqual({ code: 0, output: expect.any(String) });
     expect(await runTool('promtool', ['check', 'rules', 'deploy/prometheus/buzz-relay.rules.yml'])).toEqual({ code: 0, output: expect.any(String) });
   });

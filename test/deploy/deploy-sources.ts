@@ -29,7 +29,8 @@ export function readYamlDocuments<T>(relative: string): T[] {
   });
 }
 
-function sourceFiles(dir = path.join(ROOT, 'src')): string[] {
+/** The relay's TypeScript source files under src/, specs excluded. */
+export function sourceFiles(dir = path.join(ROOT, 'src')): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(full);
@@ -170,4 +171,23 @@ export function onPath(command: string): boolean {
       return false;
     }
   });
+}
+
+/**
+ * `it` when `command` is on PATH. Otherwise `it.skip` on a developer machine, but a failing test
+ * under CI=true: .ci/run installs the tool there, so a missing one is a broken CI, not a skip.
+ */
+export function itWithTool(command: string): (name: string, fn: () => Promise<void>, timeout?: number) => void {
+  if (onPath(command)) return it;
+  if (process.env.CI === 'true') {
+    return (name, _fn, timeout) =>
+      it(
+        name,
+        () => {
+          throw new Error(`${command} is not on PATH under CI=true: .ci/run should have installed it`);
+        },
+        timeout,
+      );
+  }
+  return it.skip;
 }

@@ -203,7 +203,7 @@ describe('deploy/k8s', () => {
     for (const dir of [K8S, `${K8S}/monitoring`]) {
       const result = await runTool('kubectl', ['kustomize', dir]);
       expect({ dir, code: result.code }).toEqual({ dir, code: 0 });
-      expect(readKinds(result.output)).toEqual(dir === K8S ? ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service'] : ['ServiceMonitor']);
+      expect(readKinds(result.output)).toEqual(dir === K8S ? ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service'] : ['PrometheusRule', 'ServiceMonitor']);
     }
   });
 });

@@ -114,6 +114,10 @@ describe('operator CLI', () => {
     expect(await admin(['unban', nip19.npubEncode(carol.pubkey)])).toMatchObject({ code: 0 });
     expect(await pair.both('select 1 from bans where pubkey = $1', [carol.pubkey], (r) => r.length)).toEqual([0, 0]);
     expect(await admin(['unban', carol.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: member is not banned\n' });
+    // One audit row per change, with no actor (the CLI), none for the refused unban.
+    const audit = (rows: Record<string, unknown>[]) => rows.map((r) => [r.action, r.actor_pubkey, r.reason]);
+    const trail = [['ban', null, 'spam'], ['unban', null, null]];
+    expect(await pair.both('select action, actor_pubkey, reason from moderation_actions where target_pubkey = $1 order by created_at', [carol.pubkey], audit)).toEqual([trail, trail]);
     expect(await admin(['ban', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: restricted: cannot moderate a relay owner, operator or admin of equal or higher rank\n' });
     expect(await admin(['remove-member', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: cannot remove the relay owner\n' });
   }, CLI_TEST_MS);

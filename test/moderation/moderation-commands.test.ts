@@ -1,12 +1,14 @@
 /**
  * Moderation commands 9040–9044 on the real writer + replica (membership not enforced): who may
- * ban, unban, time out and lift a timeout, the exact refusals, the state on both servers, the
- * ingest moderation gate they drive, and that no command is ever stored. A ban closes the banned
+ * ban, unban, time out, lift a timeout and resolve a report, the exact refusals, the state and the
+ * audit rows on both servers, the ingest moderation gate they drive, and that no command is ever
+ * stored. Reports (1984) go to the moderator queue, never to the events table. A ban closes the banned
  * key's open socket; a timeout leaves it open and blocks writes only.
  */
 import { type VerifiedEvent } from 'nostr-tools/pure';
-import { Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { httpRequest, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { cmd, CommandSession, nowSecs, signedGet } from './command-session.js';
 import { PairState } from './membership-state.js';
 
 const owner = newIdentity();
@@ -14,8 +16,9 @@ const admin = newIdentity();
 const member = newIdentity();
 let fixture: RelayFixture;
 let pair: PairState;
-const clients: RawClient[] = [];
-const now = () => Math.floor(Date.now() / 1000);
+const now = nowSecs;
+let session: CommandSession;
+const connect = (id: Identity) => session.connect(id);
 const BANNED = 'blocked: you are banned from this community';
 
 beforeAll(async () => {
@@ -27,28 +30,30 @@ beforeAll(async () => {
     BUZZ_BAN_RECHECK_MS: '3600000',
   });
   pair = new PairState(fixture.db);
+  session = new CommandSession(() => fixture.relay.wsUrl);
   const o = await connect(owner);
   expect(await o.publish(cmd(owner, 9030, admin.pubkey, [['role', 'admin']]))).toEqual([true, '']);
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  session?.closeAll();
   await pair?.close();
   await fixture?.close();
 });
 
-async function connect(id: Identity): Promise<RawClient> {
-  const c = await RawClient.authed(fixture.relay.wsUrl, id);
-  clients.push(c);
-  return c;
-}
 
-function cmd(id: Identity, kind: number, target: string, tags: string[][] = []): VerifiedEvent {
-  return id.sign({ kind, tags: [['p', target], ...tags] });
-}
 
 function restriction(pubkey: string, table: 'bans' | 'timeouts'): Promise<[boolean, boolean]> {
   return pair.both(`select 1 from ${table} where pubkey = $1`, [pubkey], (rows) => rows.length > 0);
+}
+
+/** The audit rows of one command, [action, actor, target, reason, tied to a report] each, on [writer, replica]. */
+function auditOf(commandEventId: string): Promise<[unknown[][], unknown[][]]> {
+  return pair.both(
+    'select action, actor_pubkey, target_pubkey, reason, report_id is not null as has_report from moderation_actions where command_event_id = $1 order by created_at',
+    [commandEventId],
+    (rows) => rows.map((r) => [r.action, r.actor_pubkey, r.target_pubkey, r.reason, r.has_report]),
+  );
 }
 
 async function expectNotStored(...events: VerifiedEvent[]): Promise<void> {
@@ -72,7 +77,12 @@ describe('9040 ban / 9041 unban', () => {
     expect(await restriction(target.pubkey, 'bans')).toEqual([false, false]);
     const back = await connect(target);
     expect(await back.publish(target.sign({ kind: 1, content: 'back' }))).toEqual([true, '']);
-    expect(await a.publish(cmd(admin, 9041, target.pubkey, [['reason', 'again']]))).toEqual([false, 'invalid: member is not banned']);
+    const again = cmd(admin, 9041, target.pubkey, [['reason', 'again']]);
+    expect(await a.publish(again)).toEqual([false, 'invalid: member is not banned']);
+    // One audit row per change, written with it; none for the refusal.
+    expect(await auditOf(ban.id)).toEqual([[['ban', admin.pubkey, target.pubkey, 'spam', false]], [['ban', admin.pubkey, target.pubkey, 'spam', false]]]);
+    expect((await auditOf(unban.id))[1]).toEqual([['unban', admin.pubkey, target.pubkey, null, false]]);
+    expect(await auditOf(again.id)).toEqual([[], []]);
     await expectNotStored(ban, unban);
   });
 
@@ -94,6 +104,7 @@ describe('9040 ban / 9041 unban', () => {
     ];
     for (const [client, event, reason] of refused) expect(await client.publish(event)).toEqual([false, reason]);
     for (const pk of [victim, admin.pubkey, owner.pubkey, peer.pubkey]) expect(await restriction(pk, 'bans')).toEqual([false, false]);
+    for (const [, event] of refused) expect(await auditOf(event.id)).toEqual([[], []]);
     // The owner outranks an admin.
     expect(await o.publish(cmd(owner, 9040, peer.pubkey))).toEqual([true, '']);
     expect(await restriction(peer.pubkey, 'bans')).toEqual([true, true]);
@@ -122,6 +133,8 @@ describe('9042 timeout / 9043 untimeout', () => {
     expect(await a.publish(lift)).toEqual([true, '']);
     expect(await restriction(target.pubkey, 'timeouts')).toEqual([false, false]);
     expect(await t.publish(target.sign({ kind: 1, content: 'free' }))).toEqual([true, '']);
+    expect((await auditOf(timeout.id))[1]).toEqual([['timeout', admin.pubkey, target.pubkey, null, false]]);
+    expect((await auditOf(lift.id))[1]).toEqual([['untimeout', admin.pubkey, target.pubkey, null, false]]);
     // A timed-out admin keeps relay administration too (9030 skips the moderation gate).
     expect(await a.publish(cmd(admin, 9030, newIdentity().pubkey))).toEqual([true, '']);
     expect(await o.publish(cmd(owner, 9043, admin.pubkey))).toEqual([true, '']);
@@ -141,15 +154,104 @@ describe('9042 timeout / 9043 untimeout', () => {
   });
 });
 
-describe('9044 and the open relay', () => {
-  it('refuses report resolution (no report queue) after authorising it', async () => {
-    const a = await connect(admin);
+describe('1984 reports, the moderator queue and 9044', () => {
+  const reportRow = (reportEventId: string) =>
+    pair.both(
+      'select status, target_kind, target_pubkey, target_event_id, report_type, note, resolution_action, resolved_by from moderation_reports where report_event_id = $1',
+      [reportEventId],
+      (rows) => rows[0] ?? null,
+    );
+  const report = (by: Identity, tags: string[][], content = '') => by.sign({ kind: 1984, tags, content });
+
+  it('queues a report of an event and of a key, never as an event; refuses malformed reports', async () => {
+    const author = newIdentity();
+    const au = await connect(author);
+    const post = author.sign({ kind: 1, content: 'spam spam' });
+    expect(await au.publish(post)).toEqual([true, '']);
     const m = await connect(member);
-    const report = 'a'.repeat(64);
-    expect(await m.publish(member.sign({ kind: 9044, tags: [['report', report]] }))).toEqual([false, 'restricted: moderator access required']);
-    expect(await a.publish(admin.sign({ kind: 9044, tags: [['report', report]] }))).toEqual([false, 'invalid: report resolution (kind 9044) is not supported by this relay']);
+    const ofEvent = report(member, [['p', author.pubkey], ['e', post.id, 'spam']], 'selling things');
+    expect(await m.publish(ofEvent)).toEqual([true, '']);
+    const open = { status: 'open', target_kind: 'event', target_pubkey: author.pubkey, target_event_id: post.id, report_type: 'spam', note: 'selling things', resolution_action: null, resolved_by: null };
+    expect(await reportRow(ofEvent.id)).toEqual([open, open]);
+    // A re-send queues nothing new.
+    expect(await m.publish(ofEvent)).toEqual([true, '']);
+    expect(await pair.both('select 1 from moderation_reports where report_event_id = $1', [ofEvent.id], (rows) => rows.length)).toEqual([1, 1]);
+    const ofKey = report(member, [['p', author.pubkey, 'impersonation']]);
+    expect(await m.publish(ofKey)).toEqual([true, '']);
+    expect((await reportRow(ofKey.id)).map((r) => r && [r.target_kind, r.target_event_id, r.report_type])).toEqual([
+      ['pubkey', null, 'impersonation'],
+      ['pubkey', null, 'impersonation'],
+    ]);
+    const id = 'b'.repeat(64);
+    const refused: Array<[string[][], string]> = [
+      [[['e', post.id, 'spam']], 'invalid: report must include a p tag'],
+      [[['p', author.pubkey], ['p', member.pubkey], ['e', post.id, 'spam']], 'invalid: report must include exactly one p tag'],
+      [[['p', 'abc', 'spam']], 'invalid: malformed p tag pubkey'],
+      [[['p', author.pubkey], ['e', post.id]], 'invalid: report target tag missing report type'],
+      [[['p', author.pubkey], ['e', post.id, 'rude']], 'invalid: unsupported report type: rude'],
+      [[['p', author.pubkey], ['e', id, 'spam']], 'invalid: report target event not found'],
+      [[['p', author.pubkey], ['x', id, 'malware']], 'invalid: report target blob not found'],
+      [[['p', author.pubkey], ['e', post.id, 'spam'], ['x', id, 'spam']], 'invalid: report must target only one of e or x'],
+    ];
+    for (const [tags, reason] of refused) expect(await m.publish(report(member, tags))).toEqual([false, reason]);
+    await expectNotStored(ofEvent, ofKey);
+    expect((await m.req('reports', { kinds: [1984] })).events).toEqual([]);
   });
 
+  it('lists the queue to moderators only, over NIP-98', async () => {
+    const m = await connect(member);
+    const filed = report(member, [['p', newIdentity().pubkey, 'other']]);
+    expect(await m.publish(filed)).toEqual([true, '']);
+    const url = fixture.relay.httpUrl;
+    const listed = await signedGet(admin, url, '/moderation/reports?status=open');
+    expect(listed.status).toBe(200);
+    const mine = (listed.json.reports as Array<Record<string, unknown>>).find((r) => r.report_event_id === filed.id);
+    expect(mine).toMatchObject({ reporter_pubkey: member.pubkey, status: 'open', report_type: 'other', target_kind: 'pubkey' });
+    expect(await signedGet(member, url, '/moderation/reports')).toEqual({ status: 403, json: { error: 'restricted: moderator access required' } });
+    expect(await signedGet(member, url, '/moderation/audit')).toEqual({ status: 403, json: { error: 'restricted: moderator access required' } });
+    expect((await signedGet(admin, url, '/moderation/reports?status=closed')).status).toBe(400);
+    expect((await httpRequest(`${url}/moderation/reports`, {})).status).toBe(401);
+  });
+
+  it('lets a moderator resolve or dismiss an open report once, with an audit row; refuses the rest', async () => {
+    const m = await connect(member);
+    const a = await connect(admin);
+    const target = newIdentity().pubkey;
+    const first = report(member, [['p', target, 'spam']]);
+    const second = report(member, [['p', target, 'profanity']]);
+    for (const r of [first, second]) expect(await m.publish(r)).toEqual([true, '']);
+    const resolve = (by: Identity, tags: string[][]) => by.sign({ kind: 9044, tags });
+    const refused: Array<[RawClient, VerifiedEvent, string]> = [
+      [m, resolve(member, [['report', first.id], ['status', 'resolved'], ['action', 'ban']]), 'restricted: moderator access required'],
+      [a, resolve(admin, [['report', 'xyz'], ['status', 'resolved'], ['action', 'ban']]), 'invalid: missing or invalid report tag (expect 64-hex event id)'],
+      [a, resolve(admin, [['report', first.id], ['action', 'ban']]), 'invalid: missing status tag'],
+      [a, resolve(admin, [['report', first.id], ['status', 'resolved']]), 'invalid: missing action tag'],
+      [a, resolve(admin, [['report', first.id], ['status', 'done'], ['action', 'ban']]), 'invalid: invalid status: done (expect resolved|dismissed)'],
+      [a, resolve(admin, [['report', first.id], ['status', 'resolved'], ['action', 'shout']]), 'invalid: invalid action: shout (expect delete|kick|ban|timeout|dismiss|escalate)'],
+      [a, resolve(admin, [['report', first.id], ['status', 'resolved'], ['action', 'dismiss']]), 'invalid: action `dismiss` pairs only with status `dismissed`'],
+      [a, resolve(admin, [['report', 'c'.repeat(64)], ['status', 'resolved'], ['action', 'ban']]), 'invalid: report not found in this community'],
+    ];
+    for (const [client, event, reason] of refused) expect(await client.publish(event)).toEqual([false, reason]);
+    expect((await reportRow(first.id)).map((r) => r?.status)).toEqual(['open', 'open']);
+
+    const done = resolve(admin, [['report', first.id], ['status', 'resolved'], ['action', 'ban'], ['reason', 'repeat offender']]);
+    expect(await a.publish(done)).toEqual([true, '']);
+    expect((await reportRow(first.id)).map((r) => r && [r.status, r.resolution_action, r.resolved_by])).toEqual([
+      ['resolved', 'ban', admin.pubkey],
+      ['resolved', 'ban', admin.pubkey],
+    ]);
+    expect(await a.publish(resolve(admin, [['report', first.id], ['status', 'dismissed'], ['action', 'dismiss']]))).toEqual([false, 'invalid: report is not open (already resolved or dismissed)']);
+    const dismiss = resolve(admin, [['report', second.id], ['status', 'dismissed'], ['action', 'dismiss']]);
+    expect(await a.publish(dismiss)).toEqual([true, '']);
+    expect((await reportRow(second.id)).map((r) => r?.status)).toEqual(['dismissed', 'dismissed']);
+    expect(await auditOf(done.id)).toEqual([[['resolve:ban', admin.pubkey, target, 'repeat offender', true]], [['resolve:ban', admin.pubkey, target, 'repeat offender', true]]]);
+    expect((await auditOf(dismiss.id))[1]).toEqual([['dismiss_report', admin.pubkey, target, null, true]]);
+    for (const [, event] of refused) expect(await auditOf(event.id)).toEqual([[], []]);
+    await expectNotStored(done, dismiss, ...refused.map(([, e]) => e));
+  });
+});
+
+describe('the open relay', () => {
   it('answers a leave request on a relay that does not enforce membership', async () => {
     const m = await connect(member);
     expect(await m.publish(member.sign({ kind: 28936, tags: [['-']] }))).toEqual([false, 'invalid: relay membership is not enabled']);

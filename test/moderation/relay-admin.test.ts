@@ -2,12 +2,15 @@
  * NIP-43 relay administration on the real writer + replica, with membership enforced: 9030 add,
  * 9031 remove, 9032 change role and the 28936 leave request. For each: allowed (the row on the
  * writer and the replica, the relay-signed 8000/8001 and 13534), refused with its exact reason,
- * and the command itself never stored. A removal closes the removed member's socket.
+ * and the command itself never stored. A removal closes the removed member's socket. 9033 sets
+ * the workspace profile (icon, thread display) on the community row. Operators
+ * (RELAY_OPERATOR_PUBKEYS) pass the membership gate only with a row, as relay.md §2.5 step 4 says.
  */
 import { randomBytes } from 'node:crypto';
 import { getPublicKey, type VerifiedEvent } from 'nostr-tools/pure';
-import { Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { httpRequest, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
+import { cmd, CommandSession, nowSecs } from './command-session.js';
 import { PairState } from './membership-state.js';
 
 const RELAY_KEY = randomBytes(32).toString('hex');
@@ -15,40 +18,36 @@ const RELAY_PUBKEY = getPublicKey(Buffer.from(RELAY_KEY, 'hex'));
 const owner = newIdentity();
 const admin = newIdentity();
 const member = newIdentity();
+const operator = newIdentity();
 let fixture: RelayFixture;
 let pair: PairState;
-const clients: RawClient[] = [];
-const now = () => Math.floor(Date.now() / 1000);
+const now = nowSecs;
+let session: CommandSession;
+const connect = (id: Identity) => session.connect(id);
 
 beforeAll(async () => {
   fixture = await startRelayFixture({
     BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true',
     RELAY_OWNER_PUBKEY: owner.pubkey,
+    RELAY_OPERATOR_PUBKEYS: operator.pubkey,
     BUZZ_RELAY_PRIVATE_KEY: RELAY_KEY,
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '200',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '10000',
   });
   pair = new PairState(fixture.db);
+  session = new CommandSession(() => fixture.relay.wsUrl);
   const o = await connect(owner);
   expect(await o.publish(cmd(owner, 9030, admin.pubkey, [['role', 'admin']]))).toEqual([true, '']);
   expect(await o.publish(cmd(owner, 9030, member.pubkey))).toEqual([true, '']);
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  session?.closeAll();
   await pair?.close();
   await fixture?.close();
 });
 
-async function connect(id: Identity): Promise<RawClient> {
-  const c = await RawClient.authed(fixture.relay.wsUrl, id);
-  clients.push(c);
-  return c;
-}
 
-function cmd(id: Identity, kind: number, target: string, tags: string[][] = [], createdAt = now()): VerifiedEvent {
-  return id.sign({ kind, created_at: createdAt, tags: [['p', target], ...tags] });
-}
 
 async function expectNotStored(...events: VerifiedEvent[]): Promise<void> {
   for (const e of events) expect(await pair.stored(e.id)).toBe(false);
@@ -201,5 +200,73 @@ describe('28936 leave request', () => {
     const o = await connect(owner);
     expect(await o.publish(owner.sign({ kind: 28936, tags: [['-']] }))).toEqual([false, 'invalid: relay owner cannot leave']);
     expect(await pair.role(owner.pubkey)).toEqual(['owner', 'owner']);
+  });
+});
+
+describe('9033 workspace profile', () => {
+  const profile = () =>
+    pair.both(`select icon, thread_replies_in_channel from communities where host = 'localhost'`, [], (rows) => [rows[0].icon, rows[0].thread_replies_in_channel]);
+  const nip11Icon = async () => (JSON.parse((await httpRequest(`${fixture.relay.httpUrl}/info`, {})).body) as { icon?: string }).icon;
+
+  it('lets an admin set and clear the icon and the thread display; the community row changes on both servers and NIP-11 shows the icon', async () => {
+    const a = await connect(admin);
+    const icon = 'https://example.com/team.png';
+    const set = admin.sign({ kind: 9033, tags: [['icon', icon], ['thread_replies_in_channel', 'true']] });
+    expect(await a.publish(set)).toEqual([true, '']);
+    expect(await profile()).toEqual([
+      [icon, true],
+      [icon, true],
+    ]);
+    expect(await nip11Icon()).toBe(icon);
+    const o = await connect(owner);
+    const clear = owner.sign({ kind: 9033, tags: [['icon', ''], ['thread_replies_in_channel', 'off']] });
+    expect(await o.publish(clear)).toEqual([true, '']);
+    expect(await profile()).toEqual([
+      [null, false],
+      [null, false],
+    ]);
+    expect(await nip11Icon()).toBeUndefined();
+    await expectNotStored(set, clear);
+  });
+
+  it('refuses a plain member and malformed values, and changes nothing', async () => {
+    const a = await connect(admin);
+    const o = await connect(owner);
+    const kept = 'data:image/png;base64,iVBORw0KGgo=';
+    expect(await o.publish(owner.sign({ kind: 9033, tags: [['icon', kept]] }))).toEqual([true, '']);
+    const m = await connect(member);
+    const refused: Array<[RawClient, VerifiedEvent, string]> = [
+      [m, member.sign({ kind: 9033, tags: [['icon', 'https://evil.example/x.png']] }), 'invalid: actor not authorized: must be admin or owner'],
+      [m, member.sign({ kind: 9033, tags: [['thread_replies_in_channel', 'true']] }), 'invalid: actor not authorized: must be admin or owner'],
+      [a, admin.sign({ kind: 9033, tags: [['icon', 'javascript:alert(1)']] }), 'invalid: icon must be an http(s) URL or data:image/* URL'],
+      [a, admin.sign({ kind: 9033, tags: [['icon', 'https://example.com/a b.png']] }), 'invalid: icon contains invalid characters'],
+      [a, admin.sign({ kind: 9033, tags: [['icon', `https://example.com/${'a'.repeat(2048)}`]] }), 'invalid: icon URL too long: 2068 bytes (max 2048)'],
+      [a, admin.sign({ kind: 9033, tags: [['thread_replies_in_channel', 'maybe']] }), 'invalid: thread_replies_in_channel must be true or false'],
+      [a, admin.sign({ kind: 9033, created_at: now() - 600, tags: [['icon', '']] }), expect.stringMatching(/^invalid: event timestamp out of range: /) as unknown as string],
+    ];
+    for (const [client, event, reason] of refused) expect(await client.publish(event)).toEqual([false, reason]);
+    expect(await profile()).toEqual([
+      [kept, false],
+      [kept, false],
+    ]);
+    await expectNotStored(...refused.map(([, e]) => e));
+  });
+});
+
+describe('operators and the owner on a closed relay', () => {
+  it('admits the configured owner through its bootstrapped row; an operator needs a row like anyone, then holds owner authority', async () => {
+    expect(await pair.role(owner.pubkey)).toEqual(['owner', 'owner']);
+    await expect(RawClient.authed(fixture.relay.wsUrl, operator)).rejects.toThrow('restricted: not a relay member');
+    const o = await connect(owner);
+    expect(await o.publish(cmd(owner, 9030, operator.pubkey))).toEqual([true, '']);
+    expect(await pair.role(operator.pubkey)).toEqual(['member', 'member']);
+    const op = await connect(operator);
+    // Owner authority whatever the row says: only an owner changes roles.
+    const subject = newIdentity();
+    expect(await op.publish(cmd(operator, 9030, subject.pubkey, [['role', 'admin']]))).toEqual([true, '']);
+    expect(await op.publish(cmd(operator, 9032, subject.pubkey, [['role', 'member']]))).toEqual([true, '']);
+    expect(await pair.role(subject.pubkey)).toEqual(['member', 'member']);
+    // Nobody removes an operator (9031), even the owner.
+    expect(await o.publish(cmd(owner, 9031, operator.pubkey))).toEqual([false, 'invalid: cannot remove the relay owner']);
   });
 });

@@ -1,15 +1,19 @@
 /**
- * Moderation commands 9040–9043 (relay.md §1.3, §5.2 step 7): ban, unban, timeout, untimeout. They
- * are executed directly and never stored, and they run before the ingest moderation gate, so a
- * timed-out moderator can still lift a timeout (a banned one cannot act at all). Moderators are the
- * configured owner, operators, and relay owners and admins; a moderator acts only on keys of a
- * lower rank (docs/moderation.md). 9044 (resolve report) needs the report queue, which this relay
- * does not keep: it is refused after authorisation. A ban reaches open sockets through BanNotices
- * (this pod) and the Redis bridge (the others).
+ * Moderation commands 9040–9044 (relay.md §1.3, §5.2 step 7): ban, unban, timeout, lift a timeout,
+ * resolve a report. They are executed directly and never stored, and they run before the ingest
+ * moderation gate, so a timed-out moderator can still lift a timeout (a banned one cannot act at
+ * all). Moderators are the configured owner, operators, and relay owners and admins; a moderator
+ * acts only on keys of a lower rank (docs/moderation.md). Each change and its audit row
+ * (`moderation_actions`) commit in one transaction. A ban reaches open sockets through BanNotices
+ * (this pod) and the Redis bridge (the others). 9044 closes a queued report (report.commands.ts)
+ * as resolved or dismissed, once; it records the decision and enforces nothing itself.
  */
 import { Injectable, Logger } from '@nestjs/common';
+import { Kysely } from 'kysely';
 import { NostrEvent } from '../../common/nostr.types.js';
+import { DB } from '../../database/database.types.js';
 import { BanNotices } from '../../moderation/ban-notices.js';
+import { ModerationQueueRepository, NewAction } from '../../moderation/moderation-queue.repository.js';
 import { ModerationRepository } from '../../moderation/moderation.repository.js';
 import { Authority, outranks, RelayAuthority } from '../../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
@@ -29,6 +33,21 @@ export const MODERATION_KINDS: ReadonlySet<number> = new Set([
 
 export const MODERATOR_REQUIRED = 'restricted: moderator access required';
 const REASON_MAX = 512;
+const RESOLUTION_ACTIONS = ['delete', 'kick', 'ban', 'timeout', 'dismiss', 'escalate'] as const;
+type ResolutionAction = (typeof RESOLUTION_ACTIONS)[number];
+
+/** The signed command behind a call: its id (for the audit row) and its one-time replay claim. */
+export interface CommandOrigin {
+  readonly eventId: string;
+  readonly claim: () => Promise<void>;
+}
+
+interface Resolution {
+  readonly reportEventId: string;
+  readonly status: 'resolved' | 'dismissed';
+  readonly action: ResolutionAction;
+  readonly reason: string | null;
+}
 
 @Injectable()
 export class ModerationCommands {
@@ -37,6 +56,7 @@ export class ModerationCommands {
   constructor(
     private readonly moderation: ModerationRepository,
     private readonly members: RelayMembershipRepository,
+    private readonly queue: ModerationQueueRepository,
     private readonly authority: RelayAuthority,
     private readonly replay: CommandReplayGuard,
     private readonly notices: BanNotices,
@@ -47,60 +67,98 @@ export class ModerationCommands {
     if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject('blocked: you are banned from this community');
     requireFreshCommand(event);
     const actor = { pubkey: event.pubkey };
-    if (event.kind === KIND.MODERATION_RESOLVE_REPORT) {
-      await this.authorise(communityId, actor, undefined);
-      return reject('invalid: report resolution (kind 9044) is not supported by this relay');
-    }
+    const origin: CommandOrigin = { eventId: event.id, claim: () => this.replay.claim(communityId, event.id) };
+    if (event.kind === KIND.MODERATION_RESOLVE_REPORT) return this.resolveReport(communityId, actor, resolutionOf(event), origin);
     const target = targetPubkey(event);
     const reason = tagValue(event, 'reason')?.slice(0, REASON_MAX) ?? null;
-    const claim = () => this.replay.claim(communityId, event.id);
     switch (event.kind) {
       case KIND.MODERATION_BAN:
-        return this.ban(communityId, actor, target, reason, expirationOf(event), claim);
+        return this.ban(communityId, actor, target, reason, expirationOf(event), origin);
       case KIND.MODERATION_UNBAN:
-        return this.unban(communityId, actor, target, claim);
+        return this.unban(communityId, actor, target, origin);
       case KIND.MODERATION_TIMEOUT: {
         const until = expirationOf(event);
         if (until === undefined) reject('invalid: timeout requires an expiration tag');
-        return this.timeout(communityId, actor, target, until, reason, claim);
+        return this.timeout(communityId, actor, target, until, reason, origin);
       }
       default:
-        return this.untimeout(communityId, actor, target, claim);
+        return this.untimeout(communityId, actor, target, origin);
     }
   }
 
   /** 9040: records the ban, then ends the key's open sockets on every pod. */
-  async ban(communityId: string, actor: Actor, target: string, reason: string | null, expiresAtSecs: number | undefined, claim?: () => Promise<void>): Promise<string> {
-    await this.authorise(communityId, actor, target);
-    await claim?.();
-    await this.moderation.ban(communityId, target, actorKey(actor), reason, expiresAtSecs === undefined ? null : new Date(expiresAtSecs * 1000));
+  async ban(communityId: string, actor: Actor, target: string, reason: string | null, expiresAtSecs: number | undefined, origin?: CommandOrigin): Promise<string> {
+    const expiresAt = expiresAtSecs === undefined ? null : new Date(expiresAtSecs * 1000);
+    await this.change(communityId, actor, target, origin, async (tx) => {
+      await this.members.upsertBan(tx, communityId, target, actorKey(actor), reason, expiresAt);
+      return { action: 'ban', reason, expiresAt };
+    });
     this.logger.log({ communityId, target }, 'community ban applied');
     await this.notices.announce(communityId, target);
     return '';
   }
 
   /** 9041 */
-  async unban(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
-    await this.authorise(communityId, actor, target);
-    await claim?.();
-    if (!(await this.members.liftBan(this.members.writer, communityId, target))) reject('invalid: member is not banned');
+  async unban(communityId: string, actor: Actor, target: string, origin?: CommandOrigin): Promise<string> {
+    await this.change(communityId, actor, target, origin, async (tx) => {
+      if (!(await this.members.liftBan(tx, communityId, target))) reject('invalid: member is not banned');
+      return { action: 'unban' };
+    });
     return '';
   }
 
   /** 9042: a write block until `untilSecs`; the socket stays open (relay.md §2.9). */
-  async timeout(communityId: string, actor: Actor, target: string, untilSecs: number, reason: string | null, claim?: () => Promise<void>): Promise<string> {
-    await this.authorise(communityId, actor, target);
-    await claim?.();
-    await this.members.upsertTimeout(this.members.writer, communityId, target, untilSecs, actorKey(actor), reason);
+  async timeout(communityId: string, actor: Actor, target: string, untilSecs: number, reason: string | null, origin?: CommandOrigin): Promise<string> {
+    await this.change(communityId, actor, target, origin, async (tx) => {
+      await this.members.upsertTimeout(tx, communityId, target, untilSecs, actorKey(actor), reason);
+      return { action: 'timeout', reason, expiresAt: new Date(untilSecs * 1000) };
+    });
     return '';
   }
 
   /** 9043 */
-  async untimeout(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
-    await this.authorise(communityId, actor, target);
-    await claim?.();
-    if (!(await this.members.clearTimeout(this.members.writer, communityId, target))) reject('invalid: member is not timed out');
+  async untimeout(communityId: string, actor: Actor, target: string, origin?: CommandOrigin): Promise<string> {
+    await this.change(communityId, actor, target, origin, async (tx) => {
+      if (!(await this.members.clearTimeout(tx, communityId, target))) reject('invalid: member is not timed out');
+      return { action: 'untimeout' };
+    });
     return '';
+  }
+
+  /** 9044: closes an open report of this community, once, with its audit row. */
+  async resolveReport(communityId: string, actor: Actor, r: Resolution, origin?: CommandOrigin): Promise<string> {
+    await this.authorise(communityId, actor, undefined);
+    await origin?.claim();
+    await this.queue.writer.transaction().execute(async (tx) => {
+      const report = await this.queue.lockReport(tx, communityId, r.reportEventId);
+      if (report === undefined) reject('invalid: report not found in this community');
+      if (report.status !== 'open') reject('invalid: report is not open (already resolved or dismissed)');
+      await this.queue.closeReport(tx, report.id, r.status, r.action, actorKey(actor) ?? 'operator');
+      await this.queue.recordAction(tx, communityId, {
+        actorPubkey: actorKey(actor),
+        action: auditActionOf(r.action),
+        targetPubkey: report.targetPubkey,
+        targetEventId: report.targetEventId,
+        reportId: report.id,
+        commandEventId: origin?.eventId ?? null,
+        reason: r.reason,
+      });
+    });
+    this.logger.log({ communityId, report: r.reportEventId, status: r.status }, 'report resolved');
+    return '';
+  }
+
+  /**
+   * Authorises, claims the command once, then runs the change and writes its audit row in one
+   * writer transaction (a refusal inside rolls both back).
+   */
+  private async change(communityId: string, actor: Actor, target: string, origin: CommandOrigin | undefined, apply: (tx: Kysely<DB>) => Promise<Omit<NewAction, 'actorPubkey'>>): Promise<void> {
+    await this.authorise(communityId, actor, target);
+    await origin?.claim();
+    await this.members.writer.transaction().execute(async (tx) => {
+      const audit = await apply(tx);
+      await this.queue.recordAction(tx, communityId, { ...audit, actorPubkey: actorKey(actor), targetPubkey: target, commandEventId: origin?.eventId ?? null });
+    });
   }
 
   /** The actor must be a moderator and outrank the target (nobody moderates themselves or a peer). */
@@ -113,6 +171,27 @@ export class ModerationCommands {
     const theirs = (await this.authority.of(db, communityId, target)).authority;
     if (!outranks(who, theirs) || (actor === 'operator' && this.authority.isConfigured(target))) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
   }
+}
+
+/** A 9044's tags: `report` (the report's event id), `status`, `action`, optional `reason`. */
+function resolutionOf(event: NostrEvent): Resolution {
+  const reportEventId = tagValue(event, 'report');
+  if (reportEventId === undefined || !/^[0-9a-fA-F]{64}$/.test(reportEventId)) reject('invalid: missing or invalid report tag (expect 64-hex event id)');
+  const status = tagValue(event, 'status');
+  if (status === undefined) reject('invalid: missing status tag');
+  const action = tagValue(event, 'action');
+  if (action === undefined) reject('invalid: missing action tag');
+  if (status !== 'resolved' && status !== 'dismissed') reject(`invalid: invalid status: ${status.slice(0, 32)} (expect resolved|dismissed)`);
+  if (!(RESOLUTION_ACTIONS as readonly string[]).includes(action)) reject(`invalid: invalid action: ${action.slice(0, 32)} (expect ${RESOLUTION_ACTIONS.join('|')})`);
+  if ((action === 'dismiss') !== (status === 'dismissed')) reject('invalid: action `dismiss` pairs only with status `dismissed`');
+  return { reportEventId: reportEventId.toLowerCase(), status, action: action as ResolutionAction, reason: tagValue(event, 'reason')?.slice(0, REASON_MAX) ?? null };
+}
+
+/** The audit row's action for a resolution (upstream's names). */
+function auditActionOf(action: ResolutionAction): string {
+  if (action === 'dismiss') return 'dismiss_report';
+  if (action === 'escalate') return 'escalate';
+  return `resolve:${action}`;
 }
 
 function actorKey(actor: Actor): string | null {

@@ -1,7 +1,8 @@
 /**
  * NIP-43 relay membership commands (relay.md §5.2 step 11): 9030 add member, 9031 remove member,
- * 9032 change role, and the member's own leave request 28936. They are executed and never stored;
- * the change, the relay-signed 8000/8001 and the 13534 snapshot commit in one transaction. The
+ * 9032 change role, 9033 workspace profile, and the member's own leave request 28936. They are
+ * executed and never stored; the change, the relay-signed 8000/8001 and the 13534 snapshot commit
+ * in one transaction. 9033 changes the community's record only (no event is signed for it). The
  * operator CLI calls the same operations with the `operator` actor. Who may do what:
  * docs/moderation.md. Refusal texts follow upstream's (`invalid: actor not authorized: …`).
  */
@@ -14,6 +15,8 @@ import { DB } from '../../database/database.types.js';
 import { AccessRevocations } from '../../moderation/access-revocations.js';
 import { ModerationRepository } from '../../moderation/moderation.repository.js';
 import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
+import { CommunityRepository, WorkspaceProfile } from '../../tenancy/community.repository.js';
+import { TenancyService } from '../../tenancy/tenancy.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { EventBus } from '../event-bus.js';
 import { EventWriter } from '../event-writer.service.js';
@@ -58,6 +61,8 @@ export class RelayAdminCommands {
     private readonly replay: CommandReplayGuard,
     private readonly bus: EventBus,
     private readonly revocations: AccessRevocations,
+    private readonly communities: CommunityRepository,
+    private readonly tenancy: TenancyService,
   ) {}
 
   /** Executes a signed command; resolves with the OK message or throws a Rejection. */
@@ -66,10 +71,10 @@ export class RelayAdminCommands {
     // A ban is checked here because these kinds skip the ingest moderation gate (a timed-out admin keeps administering).
     if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject('blocked: you are banned from this community');
     requireFreshCommand(event);
-    if (event.kind === KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE) reject('invalid: kind 9033 (workspace profile) is not supported by this relay');
-    const target = targetPubkey(event);
     const actor = { pubkey: event.pubkey };
     const claim = () => this.replay.claim(communityId, event.id);
+    if (event.kind === KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE) return this.setWorkspaceProfile(communityId, actor, workspaceProfileOf(event), claim);
+    const target = targetPubkey(event);
     switch (event.kind) {
       case KIND.RELAY_ADMIN_ADD_MEMBER:
         return this.addMember(communityId, actor, target, tagValue(event, 'role') ?? 'member', claim);
@@ -131,6 +136,23 @@ export class RelayAdminCommands {
     });
   }
 
+  /**
+   * 9033: owners and admins set the workspace icon and the community's thread display
+   * (`thread_replies_in_channel`, NIP-CW). Other pods' NIP-11 shows a new icon within their
+   * 10 s host cache; this pod's at once.
+   */
+  async setWorkspaceProfile(communityId: string, actor: Actor, profile: WorkspaceProfile, claim?: () => Promise<void>): Promise<string> {
+    await this.writer.transaction(false, async (tx) => {
+      const who = await this.authorityOf(tx, communityId, actor);
+      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
+      await claim?.();
+      await this.communities.setProfile(tx, communityId, profile);
+    });
+    this.tenancy.forget(communityId);
+    this.logger.log({ communityId, icon: profile.icon === undefined ? 'kept' : profile.icon === null ? 'cleared' : 'set', threadRepliesInChannel: profile.threadRepliesInChannel }, 'workspace profile updated');
+    return '';
+  }
+
   /** 28936 (NIP-43 leave): only where membership is enforced; the owner cannot leave. */
   private async leave(communityId: string, event: NostrEvent): Promise<string> {
     if (!this.config.requireRelayMembership) reject('invalid: relay membership is not enabled');
@@ -173,6 +195,42 @@ export class RelayAdminCommands {
     }
     return result.message;
   }
+}
+
+const ICON_URL_MAX = 2048;
+const ICON_DATA_URL_MAX = 98_304;
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
+
+/**
+ * A 9033's tags: `["icon", <http(s) URL | data:image/* URL | "" to clear>]` and
+ * `["thread_replies_in_channel", true|false]`. A 9033 with neither clears the icon (upstream's
+ * first form of the command carried the icon only).
+ */
+export function workspaceProfileOf(event: NostrEvent): WorkspaceProfile {
+  const icon = tagValue(event, 'icon');
+  const thread = tagValue(event, 'thread_replies_in_channel');
+  let threadRepliesInChannel: boolean | undefined;
+  if (thread !== undefined) {
+    const word = thread.trim().toLowerCase();
+    if (TRUE_WORDS.has(word)) threadRepliesInChannel = true;
+    else if (FALSE_WORDS.has(word)) threadRepliesInChannel = false;
+    else reject('invalid: thread_replies_in_channel must be true or false');
+  }
+  if (icon === undefined) return threadRepliesInChannel === undefined ? { icon: null } : { threadRepliesInChannel };
+  if (icon !== '') checkIcon(icon);
+  return { icon: icon === '' ? null : icon, threadRepliesInChannel };
+}
+
+function checkIcon(icon: string): void {
+  if (/[\s\p{Cc}]/u.test(icon)) reject('invalid: icon contains invalid characters');
+  const bytes = Buffer.byteLength(icon);
+  if (icon.startsWith('data:image/')) {
+    if (bytes > ICON_DATA_URL_MAX) reject(`invalid: icon data URL too long: ${bytes} bytes (max ${ICON_DATA_URL_MAX})`);
+    return;
+  }
+  if (!icon.startsWith('https://') && !icon.startsWith('http://')) reject('invalid: icon must be an http(s) URL or data:image/* URL');
+  if (bytes > ICON_URL_MAX) reject(`invalid: icon URL too long: ${bytes} bytes (max ${ICON_URL_MAX})`);
 }
 
 function actorKey(actor: Actor): string | null {

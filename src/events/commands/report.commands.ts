@@ -1,0 +1,71 @@
+/**
+ * NIP-56 reports, kind 1984 (relay.md §1.3 "moderator queue only; never stored publicly", §5.2
+ * step 7): a report is validated, queued in `moderation_reports` for the community's moderators
+ * and answered `OK true`; it is never stored as an event nor fanned out. Re-sending the same report
+ * queues nothing new. Targets resolve in this community only: an `e` target must be a live event
+ * here (its author becomes the reported key and its channel is recorded); a `p`-only report names
+ * a key. An `x` (media blob) target cannot resolve: this relay keeps no media.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrEvent } from '../../common/nostr.types.js';
+import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
+import { EventWriteRepository } from '../event-write.repository.js';
+import { reject } from '../rejection.js';
+
+/** NIP-56 report types, the third element of the target tag. */
+export const REPORT_TYPES: ReadonlySet<string> = new Set(['illegal', 'nudity', 'malware', 'spam', 'impersonation', 'profanity', 'other']);
+const NOTE_MAX = 4096;
+
+@Injectable()
+export class ReportIntake {
+  constructor(
+    private readonly queue: ModerationQueueRepository,
+    private readonly events: EventWriteRepository,
+  ) {}
+
+  /** Queues the report; resolves with the OK message or throws a Rejection. */
+  async execute(communityId: string, event: NostrEvent): Promise<string> {
+    const p = tagsNamed(event, 'p');
+    if (p.length === 0) reject('invalid: report must include a p tag');
+    if (p.length > 1) reject('invalid: report must include exactly one p tag');
+    const reported = hex32(p[0][1], 'p tag pubkey');
+    const e = tagsNamed(event, 'e');
+    const x = tagsNamed(event, 'x');
+    if (e.length > 0 && x.length > 0) reject('invalid: report must target only one of e or x');
+    if (e.length > 1) reject('invalid: report must include at most one e tag');
+    if (x.length > 1) reject('invalid: report must include at most one x tag');
+    const base = { reportEventId: event.id, reporterPubkey: event.pubkey, note: event.content === '' ? null : event.content.slice(0, NOTE_MAX) };
+    let report: NewReport;
+    if (e.length === 1) {
+      const targetEventId = hex32(e[0][1], 'e tag event id');
+      const reportType = reportTypeOf(e[0]);
+      const target = await this.events.findKindTarget(this.queue.writer, communityId, targetEventId);
+      if (target === undefined) reject('invalid: report target event not found');
+      report = { ...base, targetKind: 'event', targetPubkey: target.pubkey, targetEventId, channelId: target.channelId, reportType };
+    } else if (x.length === 1) {
+      hex32(x[0][1], 'x tag sha256');
+      reportTypeOf(x[0]);
+      return reject('invalid: report target blob not found');
+    } else {
+      report = { ...base, targetKind: 'pubkey', targetPubkey: reported, targetEventId: null, channelId: null, reportType: reportTypeOf(p[0]) };
+    }
+    await this.queue.insertReport(communityId, report);
+    return '';
+  }
+}
+
+function tagsNamed(event: NostrEvent, name: string): string[][] {
+  return event.tags.filter((t) => t.length >= 2 && t[0] === name);
+}
+
+function hex32(value: string, label: string): string {
+  if (!/^[0-9a-fA-F]{64}$/.test(value)) reject(`invalid: malformed ${label}`);
+  return value.toLowerCase();
+}
+
+function reportTypeOf(tag: string[]): string {
+  const type = tag[2];
+  if (type === undefined) reject('invalid: report target tag missing report type');
+  if (!REPORT_TYPES.has(type)) reject(`invalid: unsupported report type: ${type.slice(0, 32)}`);
+  return type;
+}
