@@ -3,11 +3,11 @@ import { LoggerModule } from 'nestjs-pino';
 import { BridgeModule } from './bridge/bridge.module.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
-import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RateLimitModule } from './ratelimit/rate-limit.module.js';
 import { ScaleOutModule } from './redis/scale-out.module.js';
+import { relayDatabaseModules } from './relay-database.modules.js';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module.js';
 import { TenancyModule } from './tenancy/tenancy.module.js';
 
@@ -31,7 +31,7 @@ export class AppModule {
         }),
         MetricsModule,
         RateLimitModule,
-        DatabaseModule,
+        ...relayDatabaseModules(config),
         TenancyModule,
         SubscriptionsModule,
         BridgeModule,

@@ -12,7 +12,6 @@ import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { CorsPolicy } from './common/cors-policy.js';
 import { installHttpObserver } from './common/http-observer.js';
 import { AppConfig } from './config/app-config.js';
-import { DatabaseService } from './database/database.service.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
 import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
 import { RelayMembershipRepository } from './moderation/relay-membership.repository.js';
@@ -71,7 +70,8 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   app.enableCors(cors.options());
   app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes, cors));
   app.useGlobalFilters(new DatabaseErrorFilter());
-  await app.get(DatabaseService).start();
+  // Runs the bootstrap hooks: the database layer connects, migrates and starts the fence here.
+  await app.init();
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');
   }

@@ -1,10 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
-import { DatabaseModule } from '../database/database.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { ScaleOutModule } from '../redis/scale-out.module.js';
+import { relayDatabaseModules } from '../relay-database.modules.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 
 /**
@@ -17,7 +17,7 @@ export class AdminCliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AdminCliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, TenancyModule, EventsModule, ScaleOutModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, ...relayDatabaseModules(config), TenancyModule, EventsModule, ScaleOutModule],
     };
   }
 }

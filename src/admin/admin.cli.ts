@@ -27,18 +27,17 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   // The relay's services load only now: bad input above is answered without them.
   await import('reflect-metadata');
-  const [{ NestFactory }, { DatabaseService }, { Rejection }, { RedisService }, { RevocationBridge }, { AdminCliModule }, { runCommand }] = await Promise.all([
+  const [{ NestFactory }, { Rejection }, { RedisService }, { RevocationBridge }, { AdminCliModule }, { runCommand }] = await Promise.all([
     import('@nestjs/core'),
-    import('../database/database.service.js'),
     import('../events/rejection.js'),
     import('../redis/redis.service.js'),
     import('../redis/revocation-bridge.service.js'),
     import('./admin-cli.module.js'),
     import('./admin-commands.js'),
   ]);
+  // The application context starts the database layer (DatabaseService.onApplicationBootstrap).
   const app = await NestFactory.createApplicationContext(AdminCliModule.forRoot(config), { logger: ['error', 'warn'] });
   try {
-    await app.get(DatabaseService).start();
     await redisReady(app.get(RedisService));
     const lines = await runCommand(app, cmd, config);
     // Revocations and bans reach running pods over Redis: wait for the publishes (they are queued after the commit).

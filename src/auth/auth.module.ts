@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { HttpAuthService } from './http-auth.service.js';
 
 @Module({
-  imports: [EventsModule],
+  imports: [EventsModule, RedisModule],
   providers: [HttpAuthService],
   exports: [HttpAuthService],
 })

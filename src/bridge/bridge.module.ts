@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
 import { BridgeQueryService } from './bridge-query.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
@@ -13,7 +14,7 @@ import { ThreadWindowRepository } from './thread-window.repository.js';
 import { ThreadWindowService } from './thread-window.service.js';
 
 @Module({
-  imports: [EventsModule, AuthModule, TenancyModule],
+  imports: [EventsModule, AuthModule, TenancyModule, RedisModule],
   // RelaySigner comes from ChannelsModule (via EventsModule): one relay key for stored state and overlays.
   providers: [BridgeAdmission, BridgeReadsRepository, BridgeQueryService, ThreadWindowRepository, ThreadWindowService],
   controllers: [BridgeController, EventsController, Nip11Controller, ModerationController],

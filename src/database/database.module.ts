@@ -1,28 +1,14 @@
-import { DynamicModule, Global, Module } from '@nestjs/common';
-import type { AppConfig } from '../config/app-config.js';
-import { ConfigModule } from '../config/config.module.js';
-import { HistoryReadsModule } from '../history-reads/history-reads.module.js';
+import { Module } from '@nestjs/common';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
-import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
+import { ConfigurableDatabaseModule } from './database.options.js';
 import { DatabaseService } from './database.service.js';
 
-const PROVIDERS = [DatabaseMetrics, DatabaseService, ReplicaFenceService, RoutedReader];
-
 /**
- * The database layer: pools, the replica fence and the RoutedReader (with the history-read
- * gate it hands permits from). It needs only the
- * APP_CONFIG provider, so any Nest host can use routed reads without the relay's transports:
- *
- *   imports: [DatabaseModule.forRoot(config)]   // then: await app.get(DatabaseService).start()
- *
- * The relay imports the plain module next to its global ConfigModule.
+ * The database layer's root: writer and reader pools, their Kysely handles, the migrator, pg
+ * error classification and the `buzz_db_*` metric families:
+ * `DatabaseModule.forRoot({ writerUrl, readerUrl, ... })` (or `forRootAsync`). It knows nothing of
+ * proofs or routes; ReplicaFenceModule, HistoryReadsModule and RoutedReaderModule build on it.
+ * It starts on `onApplicationBootstrap` and stops on the shutdown hooks.
  */
-@Global()
-@Module({ imports: [HistoryReadsModule], providers: PROVIDERS, exports: [...PROVIDERS, HistoryReadsModule] })
-export class DatabaseModule {
-  static forRoot(config: AppConfig): DynamicModule {
-    // Extends the static metadata above (HistoryReadsModule is imported and re-exported there).
-    return { module: DatabaseModule, global: true, imports: [ConfigModule.forRoot(config)], providers: PROVIDERS, exports: PROVIDERS };
-  }
-}
+@Module({ providers: [DatabaseMetrics, DatabaseService], exports: [DatabaseMetrics, DatabaseService] })
+export class DatabaseModule extends ConfigurableDatabaseModule {}

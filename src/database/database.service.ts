@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import type { AppConfig } from '../config/app-config.js';
-import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } from '../metrics/database-metrics.service.js';
+import { DATABASE_OPTIONS, poolSettings } from './database.options.js';
+import type { DatabaseModuleOptions, PoolSettings } from './database.options.js';
 import { DB } from './database.types.js';
 import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
@@ -13,7 +13,6 @@ import { kyselyOn } from './kysely-on-client.js';
 import { classifyDbError } from './pg-errors.js';
 import {
   ACQUIRE_TIMEOUT_MESSAGE,
-  createProbePool,
   createReaderPool,
   createWriterPool,
   endPool,
@@ -25,17 +24,19 @@ import {
 
 export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 
-/**
- * Owns the writer, reader and fence-probe pools and their Kysely handles. The writer is
- * connected eagerly (start-up fails without it); the reader is lazy and a boot ping only
- * logs, so a replica that is down never blocks start-up. The probe pool is created on first
- * use by the replica fence and is never used for serving traffic.
- */
 /** How often a running pod re-checks its future partitions. */
 export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * Owns the writer and reader pools and their Kysely handles. It starts on Nest's
+ * `onApplicationBootstrap`: the writer is connected eagerly (start-up fails without it),
+ * migrations and partition maintenance run when the options ask for them, and the reader is lazy
+ * (a boot ping only logs, so a replica that is down never blocks start-up). Its timers stop at
+ * `beforeApplicationShutdown`; the pools end at `onApplicationShutdown`, after the HTTP server
+ * stopped taking requests, so a request still in flight keeps its connection.
+ */
 @Injectable()
-export class DatabaseService implements OnApplicationShutdown {
+export class DatabaseService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Database');
   readonly writerPool: Pool;
   readonly readerPool: Pool | undefined;
@@ -44,44 +45,65 @@ export class DatabaseService implements OnApplicationShutdown {
   private readerState: ReaderState;
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
-  private probe: Pool | undefined;
   private partitionTimer: NodeJS.Timeout | undefined;
   private readonly steps: ConnectionSteps;
   private closing = false;
   private readonly startHooks: Array<() => Promise<unknown>> = [];
-  private readonly onPoolError: (role: string, err: Error) => void;
+  private started: Promise<void> | undefined;
+  /** Logs an idle connection's failure; the replica fence's probe pool reports through it too. */
+  readonly onPoolError: (role: string, err: Error) => void;
+  /** Pool sizes and writer session timeouts, defaults filled in. */
+  readonly settings: PoolSettings;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(DATABASE_OPTIONS) private readonly options: DatabaseModuleOptions,
     private readonly metrics: DatabaseMetrics,
   ) {
-    const db = config.database;
-    if (!db.url) throw new Error('DATABASE_URL is not set and no embedded database was started');
+    if (!options.writerUrl) throw new Error('DatabaseModule: writerUrl is not set');
+    this.settings = poolSettings(options);
     this.onPoolError = (role: string, err: Error) =>
       this.logger.warn({ poolRole: role, err }, 'idle database connection failed');
     this.steps = new ConnectionSteps(metrics, () => this.closing);
-    this.writerPool = createWriterPool(db, db.url, this.onPoolError, this.steps);
+    this.writerPool = createWriterPool(this.settings, options.writerUrl, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
-    this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, this.onPoolError) : undefined;
+    this.readerPool = options.readerUrl ? createReaderPool(this.settings, options.readerUrl, this.onPoolError) : undefined;
     this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
   }
 
-  /** Work to run at the end of start(), after the migration decision (the fence probe's boot gate). */
+  /** The writer's connection string (the replica fence's probe pool dials it too). */
+  get writerUrl(): string {
+    return this.options.writerUrl;
+  }
+
+  /**
+   * Work to run at the end of start, after the migration decision, in registration order (the
+   * fence probe's boot gate, the relay's ban listener). Registered from a constructor, it runs
+   * whatever order Nest calls the modules' bootstrap hooks in.
+   */
   afterStart(hook: () => Promise<unknown>): void {
     this.startHooks.push(hook);
   }
 
-  /** Called once by main before the app listens (or by any host of the database layer). */
-  async start(): Promise<void> {
+  /** Nest calls this once the modules are built (`app.init()`, `listen()`, or an application context). */
+  onApplicationBootstrap(): Promise<void> {
+    this.started ??= this.start();
+    return this.started;
+  }
+
+  private async start(): Promise<void> {
     await this.connectWriter();
-    if (this.config.database.autoMigrate) {
+    if (this.options.migrate) {
       await migrateToLatest(this.writer);
       this.logger.log('migrations applied');
+    } else {
+      this.logger.log('migrations not run by this process (migrate: false)');
     }
-    await this.maintainPartitions('bootstrap');
-    this.partitionTimer = setInterval(() => void this.maintainPartitions('maintenance').catch(() => undefined), PARTITION_MAINTENANCE_INTERVAL_MS);
-    this.partitionTimer.unref();
+    if (this.options.partitionMaintenance) {
+      await this.maintainPartitions('bootstrap');
+      this.partitionTimer = setInterval(() => void this.maintainPartitions('maintenance').catch(() => undefined), PARTITION_MAINTENANCE_INTERVAL_MS);
+      this.partitionTimer.unref();
+    }
     void this.pingReader();
     for (const hook of this.startHooks) await hook();
   }
@@ -93,9 +115,10 @@ export class DatabaseService implements OnApplicationShutdown {
    * the next day; at start it fails start-up.
    */
   async maintainPartitions(operation: 'bootstrap' | 'maintenance'): Promise<string[]> {
+    const monthsAhead = this.options.partitionMaintenance ? this.options.partitionMaintenance.monthsAhead : 0;
     try {
       const created = await this.withWriter(operation, (db) =>
-        ensureFuturePartitions(db, this.config.database.partitionMonthsAhead, new Date(), (m) => this.logger.log(m)),
+        ensureFuturePartitions(db, monthsAhead, new Date(), (m) => this.logger.log(m)),
       );
       if (created.length > 0) this.logger.log({ partitions: created }, 'created partitions');
       return created;
@@ -107,12 +130,6 @@ export class DatabaseService implements OnApplicationShutdown {
 
   getReaderState(): ReaderState {
     return this.readerState;
-  }
-
-  /** The fence probe's lazy one-connection pool (seed 001). Only the replica fence calls this. */
-  probePool(): Pool {
-    this.probe ??= createProbePool(this.config.database.url as string, this.onPoolError);
-    return this.probe;
   }
 
   /**
@@ -199,14 +216,14 @@ export class DatabaseService implements OnApplicationShutdown {
    */
   readerSaturated(): boolean {
     const p = this.readerPool;
-    return p !== undefined && p.totalCount >= this.config.database.readPoolSize && p.idleCount === 0;
+    return p !== undefined && p.totalCount >= this.settings.readPoolSize && p.idleCount === 0;
   }
 
   poolSamples(): { writer: PoolSample; reader?: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
-      writer: sample(this.writerPool, this.config.database.poolSize),
-      reader: this.readerPool ? sample(this.readerPool, this.config.database.readPoolSize) : undefined,
+      writer: sample(this.writerPool, this.settings.poolSize),
+      reader: this.readerPool ? sample(this.readerPool, this.settings.readPoolSize) : undefined,
     };
   }
 
@@ -245,14 +262,14 @@ export class DatabaseService implements OnApplicationShutdown {
     return this.readerState;
   }
 
+  beforeApplicationShutdown(): void {
+    clearInterval(this.partitionTimer);
+  }
+
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.partitionTimer);
     this.closing = true;
-    await Promise.all([
-      endPool(this.writerPool),
-      this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
-      this.probe ? endPool(this.probe) : Promise.resolve(true),
-    ]);
+    await Promise.all([endPool(this.writerPool), this.readerPool ? endPool(this.readerPool) : Promise.resolve(true)]);
   }
 
   /** One terminal outcome per attempt: success, error, timeout, or cancelled when `signal` aborted the wait. */
@@ -297,7 +314,7 @@ export class DatabaseService implements OnApplicationShutdown {
   private async connectWriter(): Promise<void> {
     await this.steps.run('writer_pool', async () => {
       const clients = await Promise.all(
-        Array.from({ length: Math.min(WRITER_POOL_MIN, this.config.database.poolSize) }, () => this.acquireWriter('bootstrap')),
+        Array.from({ length: Math.min(WRITER_POOL_MIN, this.settings.poolSize) }, () => this.acquireWriter('bootstrap')),
       );
       for (const c of clients) c.release();
     });

@@ -1,6 +1,5 @@
 import { loadConfig } from '../config/app-config.js';
-import { PROBE_APPLICATION_NAME } from '../replica-fence/replica-fence.constants.js';
-import { createProbePool, createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from './pools.js';
+import { createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from './pools.js';
 
 const UNROUTABLE = 'postgres://buzz:pw@10.255.255.1:5432/buzz';
 
@@ -21,21 +20,6 @@ describe('pools', () => {
     const pool = createWriterPool(cfg, UNROUTABLE, () => undefined);
     expect(typeof opts(pool).onConnect).toBe('function');
     expect(opts(pool)).toMatchObject({ max: 20, min: 2, connectionTimeoutMillis: 3000 });
-    await endPool(pool);
-  });
-
-  it('the fence-probe pool is lazy, one connection, named, with its own session timeouts (seed 001)', async () => {
-    const pool = createProbePool(UNROUTABLE, () => undefined);
-    expect(pool.totalCount).toBe(0);
-    expect(opts(pool)).toMatchObject({
-      max: 1,
-      min: 0,
-      connectionTimeoutMillis: 2000,
-      maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
-      application_name: PROBE_APPLICATION_NAME,
-    });
-    expect(opts(pool).onConnect).toBeUndefined(); // not the writer hook
-    expect(opts(pool).options).toBe('-c lock_timeout=1000 -c statement_timeout=2000 -c idle_in_transaction_session_timeout=2000');
     await endPool(pool);
   });
 });

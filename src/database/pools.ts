@@ -1,21 +1,12 @@
 /**
  * Pool construction. Every serving writer pool is built by createWriterPool and
- * runs the one after-connect hook; the reader pool is lazy and has no hook. The
- * fence-probe pool (seed 001) is the deliberate exception to the writer rule: it
- * never writes `events`, so it needs no floor-guard arming, and it installs its
- * own, tighter session timeouts instead.
+ * runs the one after-connect hook; the reader pool is lazy and has no hook. (The
+ * fence-probe pool, the deliberate exception to the writer rule, is built by the
+ * replica fence: replica-fence/probe-pool.ts.)
  */
 import { Client, ClientBase, Pool, PoolConfig } from 'pg';
-import { DatabaseConfig } from '../config/app-config.js';
-import {
-  PROBE_ACQUIRE_TIMEOUT_MS,
-  PROBE_APPLICATION_NAME,
-  PROBE_IDLE_IN_TXN_TIMEOUT_MS,
-  PROBE_LOCK_TIMEOUT_MS,
-  PROBE_STATEMENT_TIMEOUT_MS,
-} from '../replica-fence/replica-fence.constants.js';
+import type { PoolSettings } from './database.options.js';
 import { CREATED_AT_FLOOR_SECS } from './constants.js';
-import { CallbackQueryClient } from './callback-query-client.js';
 import { noteSessionStatementTimeout } from './read-deadline.js';
 import { ClientClass, statementCachingClient } from './statement-cache.js';
 import { ConnectionStep, ConnectionSteps } from './connection-steps.js';
@@ -45,7 +36,7 @@ export type PoolErrorSink = (role: string, err: Error) => void;
  * The writer's after-connect hook, in the spec's order: arm the floor guard,
  * install the session timeouts, then refuse any isolation level but READ COMMITTED.
  */
-export async function prepareWriterSession(client: ClientBase, cfg: DatabaseConfig, steps?: ConnectionSteps): Promise<void> {
+export async function prepareWriterSession(client: ClientBase, cfg: PoolSettings, steps?: ConnectionSteps): Promise<void> {
   const step = <T>(name: ConnectionStep, fn: () => Promise<T>): Promise<T> => (steps ? steps.run(name, fn) : fn());
   await step('created_at_floor', () => client.query(`select set_config('buzz.created_at_floor', $1, false)`, [String(CREATED_AT_FLOOR_SECS)]));
   await step('session_timeouts', () =>
@@ -66,7 +57,7 @@ export async function prepareWriterSession(client: ClientBase, cfg: DatabaseConf
 }
 
 /** `steps` records each step of opening a writer connection (database.md §6.6). */
-export function createWriterPool(cfg: DatabaseConfig, url: string, onError: PoolErrorSink, steps?: ConnectionSteps): Pool {
+export function createWriterPool(cfg: PoolSettings, url: string, onError: PoolErrorSink, steps?: ConnectionSteps): Pool {
   const base = statementCachingClient(cfg.statementCacheSize);
   const options: PoolConfig = {
     connectionString: url,
@@ -104,7 +95,7 @@ function timedConnectClient(Base: ClientClass, steps: ConnectionSteps, connectTi
   return TimedConnectClient;
 }
 
-export function createReaderPool(cfg: DatabaseConfig, url: string, onError: PoolErrorSink): Pool {
+export function createReaderPool(cfg: PoolSettings, url: string, onError: PoolErrorSink): Pool {
   const pool = new Pool({
     connectionString: url,
     application_name: 'buzz-relay-reader',
@@ -117,31 +108,6 @@ export function createReaderPool(cfg: DatabaseConfig, url: string, onError: Pool
     Client: statementCachingClient(cfg.statementCacheSize),
   });
   return withErrorListener(pool, 'reader', onError);
-}
-
-/**
- * The replica-fence probe's own pool (seed 001): lazy, one connection, the writer's URL and
- * lifetime (so it follows a writer failover), its own session timeouts set at connect time.
- * It costs one extra writer connection per relay process and never borrows a serving one.
- */
-export function createProbePool(writerUrl: string, onError: PoolErrorSink): Pool {
-  const timeouts = [
-    `-c lock_timeout=${PROBE_LOCK_TIMEOUT_MS}`,
-    `-c statement_timeout=${PROBE_STATEMENT_TIMEOUT_MS}`,
-    `-c idle_in_transaction_session_timeout=${PROBE_IDLE_IN_TXN_TIMEOUT_MS}`,
-  ].join(' ');
-  const pool = new Pool({
-    connectionString: writerUrl,
-    application_name: PROBE_APPLICATION_NAME,
-    max: 1,
-    min: 0,
-    connectionTimeoutMillis: PROBE_ACQUIRE_TIMEOUT_MS,
-    idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
-    maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
-    options: timeouts,
-    Client: CallbackQueryClient,
-  });
-  return withErrorListener(pool, 'fence_probe', onError);
 }
 
 /** The message of an acquire that ran out of time (pg-pool's own, and DatabaseService.acquireReader's). */
@@ -170,7 +136,7 @@ export function isPoolTimeout(err: unknown): boolean {
  * process. The permanent client listener swallows it: an idle client's error still reaches the
  * pool listener below, and a checked-out client refuses its next query, which the caller sees.
  */
-function withErrorListener(pool: Pool, role: string, onError: PoolErrorSink): Pool {
+export function withErrorListener(pool: Pool, role: string, onError: PoolErrorSink): Pool {
   pool.on('error', (err) => onError(role, err));
   pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;

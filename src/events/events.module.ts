@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
@@ -22,7 +23,7 @@ import { RelayAdminCommands } from './commands/relay-admin.commands.js';
 import { ReportIntake } from './commands/report.commands.js';
 
 @Module({
-  imports: [ChannelsModule, ModerationModule, TenancyModule],
+  imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
   providers: [
     IngestGates,
     SearchRepository,

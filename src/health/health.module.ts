@@ -1,7 +1,8 @@
 import { Global, Module } from '@nestjs/common';
+import { RedisModule } from '../redis/redis.module.js';
 import { HealthController } from './health.controller.js';
 import { LifecycleState } from './lifecycle-state.js';
 
 @Global()
-@Module({ controllers: [HealthController], providers: [LifecycleState], exports: [LifecycleState] })
+@Module({ imports: [RedisModule], controllers: [HealthController], providers: [LifecycleState], exports: [LifecycleState] })
 export class HealthModule {}

@@ -1,8 +1,7 @@
 import { jest } from '@jest/globals';
-import type { AppConfig } from '../config/app-config.js';
 import { HISTORY_PERMIT_WAIT_MS, historyReadCap, HistoryReadGate } from './history-read-gate.js';
 
-const gateFor = (readPoolSize: number) => new HistoryReadGate({ database: { readPoolSize } } as AppConfig);
+const gateFor = (readPoolSize: number) => new HistoryReadGate({ readPoolSize });
 
 describe('history_reads (seed 000)', () => {
   it('cap sizing table: max(1, floor(4n/5))', () => {

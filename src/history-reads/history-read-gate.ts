@@ -6,9 +6,9 @@
  * releases it when it is released or dropped; it bounds history transactions, not connections.
  */
 import { Inject, Injectable } from '@nestjs/common';
-import type { AppConfig } from '../config/app-config.js';
-import { APP_CONFIG } from '../config/config.tokens.js';
 import { Permit, PermitGate } from '../common/permit-gate.js';
+import { HISTORY_READS_OPTIONS } from './history-reads.options.js';
+import type { HistoryReadsModuleOptions } from './history-reads.options.js';
 
 /** How long a history read waits for a permit before it is rejected (`history_read_cap`). */
 export const HISTORY_PERMIT_WAIT_MS = 1000;
@@ -23,8 +23,8 @@ export type HistoryPermit = Permit;
 
 @Injectable()
 export class HistoryReadGate extends PermitGate {
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    super(historyReadCap(config.database.readPoolSize));
+  constructor(@Inject(HISTORY_READS_OPTIONS) options: HistoryReadsModuleOptions) {
+    super(historyReadCap(options.readPoolSize));
   }
 
   /** Resolves with a permit, or with undefined once `waitMs` passed without one (FIFO). */

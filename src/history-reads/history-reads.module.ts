@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
 import { HistoryReadGate } from './history-read-gate.js';
+import { ConfigurableHistoryReadsModule } from './history-reads.options.js';
 
 /**
- * The per-pod admission gate for reader-served history reads (seed 000). It needs only the
- * global APP_CONFIG provider; the RoutedReader hands its permits to reader transactions.
+ * The per-pod admission gate for reader-served history reads (seed 000):
+ * `HistoryReadsModule.forRoot({ readPoolSize })`. It needs nothing else; the RoutedReader hands
+ * its permits to reader transactions.
  */
 @Module({ providers: [HistoryReadGate], exports: [HistoryReadGate] })
-export class HistoryReadsModule {}
+export class HistoryReadsModule extends ConfigurableHistoryReadsModule {}

@@ -90,8 +90,8 @@ describe('source policy (seed 001)', () => {
     const probe = readFileSync(new URL('../replica-fence/fence-probe.ts', import.meta.url), 'utf8');
     const service = readFileSync(new URL('../replica-fence/replica-fence.service.ts', import.meta.url), 'utf8');
     expect(probe).not.toMatch(/writerPool|acquireWriter|\.writer\b/);
-    expect(service).toMatch(/probeOnce\(this\.db\.probePool\(\)/);
-    expect(service).toMatch(/rotateEpoch\(this\.db\.probePool\(\)\)/);
+    expect(service).toMatch(/probeOnce\(this\.probePool\(\)/);
+    expect(service).toMatch(/rotateEpoch\(this\.probePool\(\)\)/);
     // The only serving-writer checkout of the fence is the boot verification (operation bootstrap).
     expect(service.match(/acquireWriter\(/g)).toHaveLength(1);
     expect(service).toMatch(/acquireWriter\('bootstrap'\)/);

@@ -1,20 +1,23 @@
 /**
  * ReplicaFenceService: boot gating, the probe loop and the fence gauges (database.md §4).
- * The probe runs only with a reader configured and a verified floor guard; it beats on its own
- * one-connection pool (seed 001), never on a serving writer connection.
+ * The probe runs only when the options ask for it, with a reader configured and a verified floor
+ * guard; it beats on its own one-connection pool (seed 001), never on a serving writer connection.
  */
 import { performance } from 'node:perf_hooks';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
-import type { AppConfig } from '../config/app-config.js';
-import { APP_CONFIG } from '../config/config.tokens.js';
+import type { Pool } from 'pg';
 import { DatabaseService } from '../database/database.service.js';
+import { endPool } from '../database/pools.js';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { probeOnce, ProbeError, ProbeSample, rotateEpoch } from './fence-probe.js';
 import { verifyFloorGuardBehavior, verifyFloorGuardCatalog } from './floor-guard-verifier.js';
 import { ProbeFailureLog } from './probe-failure-log.js';
+import { createProbePool } from './probe-pool.js';
 import { ProofRing } from './proof-ring.js';
-import { readBudgetWarning } from './replica-fence.constants.js';
+import { PROBE_INTERVAL_DEFAULT_MS, PROBE_INTERVAL_MAX_MS, PROBE_INTERVAL_MIN_MS } from './replica-fence.constants.js';
+import { FENCE_METRICS_INTERVAL_DEFAULT_SECS, REPLICA_FENCE_OPTIONS } from './replica-fence.options.js';
+import type { ReplicaFenceModuleOptions } from './replica-fence.options.js';
 
 export type FenceState = 'disabled' | 'unverified' | 'running' | 'stopped';
 
@@ -30,13 +33,25 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
   private beats = 0;
   private running: Promise<void> | undefined;
   private readonly beatWaiters = new Set<() => void>();
+  private probe: Pool | undefined;
+  /** Beat interval, ms. */
+  readonly probeIntervalMs: number;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(REPLICA_FENCE_OPTIONS) private readonly options: ReplicaFenceModuleOptions,
     private readonly db: DatabaseService,
     private readonly metrics: DatabaseMetrics,
   ) {
+    this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_DEFAULT_MS;
+    if (!Number.isInteger(this.probeIntervalMs) || this.probeIntervalMs < PROBE_INTERVAL_MIN_MS || this.probeIntervalMs > PROBE_INTERVAL_MAX_MS) {
+      throw new RangeError(`ReplicaFenceModule: probeIntervalMs must be an integer in ${PROBE_INTERVAL_MIN_MS}..${PROBE_INTERVAL_MAX_MS}, got ${this.probeIntervalMs}`);
+    }
     db.afterStart(() => this.spawn());
+  }
+
+  /** Whether this process proves replica freshness at all: a probe asked for and a reader to prove. */
+  get probes(): boolean {
+    return this.options.probe && this.db.readerPool !== undefined;
   }
 
   getState(): FenceState {
@@ -67,15 +82,20 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
   }
 
   /**
-   * §4.1: returns true when the probe loop was started. Called by DatabaseService.start()
-   * after the migration decision. Failures are logged; the fence stays closed.
+   * §4.1: returns true when the probe loop was started. Called at the end of DatabaseService's
+   * start, after the migration decision. Failures are logged; the fence stays closed. Without a
+   * probe (none asked for, or no reader) the log says where routed reads go.
    */
   async spawn(): Promise<boolean> {
-    const hasReader = this.db.readerPool !== undefined;
-    const warning = readBudgetWarning(this.config.replica.readMaxAgeMs, this.config.replica.probeIntervalMs, hasReader);
-    if (warning) this.logger.warn(warning);
     this.startSampler();
-    if (!hasReader) return false;
+    if (this.db.readerPool === undefined) {
+      this.logger.log('no reader configured: every routed read is served by the writer');
+      return false;
+    }
+    if (!this.options.probe) {
+      this.logger.warn('replica fence probe off (probe: false): no freshness proof in this process, so every routed read is served by the writer');
+      return false;
+    }
     try {
       await this.verifyFloorGuard();
     } catch (err) {
@@ -107,7 +127,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     this.lastBeatAt = started;
     return datastoreSpan(this.metrics, 'replica_fence_probe', async (span) => {
       if (gap !== undefined) span.setAttribute('beat_gap_ms', Math.round(gap));
-      const outcome = await probeOnce(this.db.probePool(), this.metrics, span).catch((err: unknown) =>
+      const outcome = await probeOnce(this.probePool(), this.metrics, span).catch((err: unknown) =>
         err instanceof ProbeError ? err : new ProbeError('other', String(err), {}),
       );
       const phases = phaseFields(outcome.timings);
@@ -129,10 +149,13 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     await this.running;
   }
 
-  /** Before the pools close (DatabaseService.onApplicationShutdown), so no beat meets an ended pool. */
+  /** Stops the loop, then ends the probe's own pool (the serving pools end later, at onApplicationShutdown). */
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.sampler);
     await this.stopProbe();
+    const probe = this.probe;
+    this.probe = undefined;
+    if (probe) await endPool(probe);
   }
 
   /** Publishes the fence gauges (and pool gauges) now. */
@@ -151,7 +174,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     const outcome = this.ring.record(sample.token, sample.epoch, sample.committedAt, sample.fenceWall);
     if (outcome === 'token_regression') {
       this.logger.warn({ token: sample.token.toString(), epoch: sample.epoch }, 'replica heartbeat token regressed within its epoch (restore?); rotating epoch');
-      const rotated = await rotateEpoch(this.db.probePool());
+      const rotated = await rotateEpoch(this.probePool());
       this.ring.record(rotated.token, rotated.epoch, rotated.committedAt, sample.fenceWall);
     }
     const ended = this.failures.succeeded();
@@ -186,7 +209,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
       const started = performance.now();
       this.running = this.beat().then(() => {
         this.running = undefined;
-        this.schedule(Math.max(0, this.config.replica.probeIntervalMs - (performance.now() - started)));
+        this.schedule(Math.max(0, this.probeIntervalMs - (performance.now() - started)));
       });
     }, delayMs);
     this.timer.unref();
@@ -194,8 +217,14 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
 
   private startSampler(): void {
     this.sample();
-    this.sampler = setInterval(() => this.sample(), this.config.database.poolMetricsIntervalSecs * 1000);
+    this.sampler = setInterval(() => this.sample(), (this.options.metricsIntervalSecs ?? FENCE_METRICS_INTERVAL_DEFAULT_SECS) * 1000);
     this.sampler.unref();
+  }
+
+  /** The probe's lazy one-connection pool (seed 001), created at the first beat. */
+  private probePool(): Pool {
+    this.probe ??= createProbePool(this.db.writerUrl, this.db.onPoolError);
+    return this.probe;
   }
 }
 

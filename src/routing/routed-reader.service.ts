@@ -5,8 +5,6 @@
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import type { AppConfig } from '../config/app-config.js';
-import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { cancelOnAbort } from '../database/cancel-request.js';
@@ -17,12 +15,15 @@ import { HistoryPermit, HistoryReadGate } from '../history-reads/history-read-ga
 import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
+import { readBudgetWarning } from '../replica-fence/replica-fence.constants.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
 import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePredicate } from './route-predicate.js';
+import { WRITER_READ_TIMEOUT_DEFAULT_MS, ROUTED_READER_OPTIONS } from './routed-reader.options.js';
+import type { RoutedReaderModuleOptions } from './routed-reader.options.js';
 import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest, WriterReadRejected } from './routed-read.types.js';
 
 /** How long a client-driven writer read waits for the writer-read cap before it is refused. */
@@ -46,20 +47,25 @@ export class RoutedReader {
   /** The writer-read cap: client-driven reads never hold more writer connections than this. */
   readonly writerReads: PermitGate;
 
+  private readonly spillHistory: boolean;
+
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(ROUTED_READER_OPTIONS) private readonly options: RoutedReaderModuleOptions,
     private readonly db: DatabaseService,
     private readonly fence: ReplicaFenceService,
     private readonly metrics: DatabaseMetrics,
     private readonly gate: HistoryReadGate,
   ) {
-    this.writerReads = new PermitGate(config.database.writerReadCap);
-    if (config.bench.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
+    this.writerReads = new PermitGate(options.writerReadCap ?? Math.max(1, Math.floor(db.settings.poolSize / 2)));
+    this.spillHistory = options.spillHistory === true;
+    if (this.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
+    const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
+    if (warning) this.logger.warn(warning);
   }
 
   /** Bounded-read budget B in ms; 0 = off (which also keeps the generic seams dark). */
   get budgetMs(): number {
-    return this.config.replica.readMaxAgeMs;
+    return this.options.readMaxAgeMs;
   }
 
   get routingEnabled(): boolean {
@@ -76,7 +82,8 @@ export class RoutedReader {
    * `rejected/<reason>` and thrown as {@link HistoryReadRejected}: it is never a writer outcome.
    */
   async route(req: RouteRequest): Promise<RouteDecision> {
-    if (!this.hasReader) return this.toWriter(req.path, 'disabled');
+    // No reader, or no probe in this process (ReplicaFenceModule probe: false): nothing is ever proved.
+    if (!this.hasReader || !this.fence.probes) return this.toWriter(req.path, 'disabled');
     const newest = this.fence.ring.newest();
     if (newest === undefined) return this.toWriter(req.path, 'uninitialized', 'heartbeat_missing');
     const pre = this.check(req, newest, 'precheck');
@@ -170,7 +177,7 @@ export class RoutedReader {
     }
     try {
       const client = await this.db.acquireWriter(operation, opts.signal);
-      armReadDeadline(client, this.config.database.clientReadTimeoutMs);
+      armReadDeadline(client, this.options.clientReadTimeoutMs ?? WRITER_READ_TIMEOUT_DEFAULT_MS);
       const cancel = cancelOnAbort(client, opts.signal);
       let result: T;
       try {
@@ -258,7 +265,7 @@ export class RoutedReader {
 
   /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */
   private async admit(path: RoutePath): Promise<HistoryPermit | undefined> {
-    if (this.config.bench.spillHistory) return undefined;
+    if (this.spillHistory) return undefined;
     const permit = await this.gate.acquire();
     if (permit === undefined) this.reject(path, 'history_read_cap');
     return permit;
@@ -273,7 +280,7 @@ export class RoutedReader {
    * dialing sent its history reads to the writer (issue 17).
    */
   private shedsOnAcquireTimeout(operation: ReaderOperation): boolean {
-    if (operation !== 'subscription_history' || this.config.bench.spillHistory) return false;
+    if (operation !== 'subscription_history' || this.spillHistory) return false;
     return !this.db.readerDialsFailing();
   }
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { AccessRevoker } from './access-revoker.service.js';
 import { AuthHandler } from './auth.handler.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
@@ -11,7 +12,7 @@ import { RelayGateway } from './relay.gateway.js';
 import { ReqHandler } from './req.handler.js';
 
 @Module({
-  imports: [EventsModule],
+  imports: [EventsModule, RedisModule],
   providers: [{ provide: OutputTurns, useFactory: () => new OutputTurns() }, HandlerGate, LiveFanout, BanEnforcer, AccessRevoker, AuthHandler, EventHandler, ReqHandler, RelayGateway],
   exports: [RelayGateway],
 })

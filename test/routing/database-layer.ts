@@ -1,16 +1,16 @@
 /**
- * Test helpers: the database layer alone (DatabaseModule.forRoot, no transports) on a test
+ * Test helpers: the database layer alone (the relay's four database modules, no transports) on a test
  * database, metric deltas from the default prom-client registry, and raw admin clients.
  */
-import { INestApplicationContext } from '@nestjs/common';
+import { INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Pool } from 'pg';
 import { register } from 'prom-client';
 import { loadConfig } from '../../src/config/app-config.js';
-import { DatabaseModule } from '../../src/database/database.module.js';
 import { DatabaseService } from '../../src/database/database.service.js';
 import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
 import { ReplicaFenceService } from '../../src/replica-fence/replica-fence.service.js';
+import { relayDatabaseModules } from '../../src/relay-database.modules.js';
 import { RoutedReader } from '../../src/routing/routed-reader.service.js';
 import type { TestDatabase } from '../harness/test-database.js';
 
@@ -30,9 +30,12 @@ export async function startDatabaseLayer(db: TestDatabase, env: Record<string, s
     BUZZ_POOL_METRICS_INTERVAL_SECS: '1',
     ...env,
   });
-  const app = await NestFactory.createApplicationContext(DatabaseModule.forRoot(config), { logger: process.env.BUZZ_TEST_LOGS ? undefined : false });
+  // The context's bootstrap hooks start the layer (connect, migrate, fence probe).
+  const app = await NestFactory.createApplicationContext(
+    { module: DatabaseLayerModule, imports: relayDatabaseModules(config) },
+    { logger: process.env.BUZZ_TEST_LOGS ? undefined : false },
+  );
   const database = app.get(DatabaseService);
-  await database.start();
   return {
     app,
     database,
@@ -42,6 +45,9 @@ export async function startDatabaseLayer(db: TestDatabase, env: Record<string, s
     close: () => app.close(),
   };
 }
+
+@Module({})
+class DatabaseLayerModule {}
 
 type Labels = Record<string, string>;
 

@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { DatabaseModule, HistoryReadsModule, ReplicaFenceModule, RoutedReaderModule } from 'buzz-relay/database';
+import { ReportsController } from './reports.controller.js';
+import { ReportsRepository } from './reports.repository.js';
+
+const env = process.env;
+const readPoolSize = Number(env.REPORTS_READ_POOL_SIZE ?? 4);
+
+@Module({
+  imports: [
+    // The relay runs the migrations and the partitions; this service only reads and proves freshness.
+    DatabaseModule.forRoot({
+      writerUrl: env.REPORTS_WRITER_URL ?? '',
+      readerUrl: env.REPORTS_READER_URL,
+      poolSize: 4,
+      readPoolSize,
+      migrate: false,
+      partitionMaintenance: false,
+    }),
+    ReplicaFenceModule.forRoot({ probe: true }),
+    HistoryReadsModule.forRoot({ readPoolSize }),
+    RoutedReaderModule.forRoot({ readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000) }),
+  ],
+  controllers: [ReportsController],
+  providers: [ReportsRepository],
+})
+export class AppModule {}

@@ -1,0 +1,15 @@
+/**
+ * What HistoryReadsModule needs: the reader pool size its permit count is derived from.
+ */
+import { rootModuleBuilder } from '../common/root-module-builder.js';
+
+export interface HistoryReadsModuleOptions {
+  /** The reader pool's ceiling; the gate admits `max(1, floor(4n/5))` history reads at once. */
+  readonly readPoolSize: number;
+}
+
+/** forRoot / forRootAsync (common/root-module-builder.ts). */
+export const {
+  ConfigurableModuleClass: ConfigurableHistoryReadsModule,
+  MODULE_OPTIONS_TOKEN: HISTORY_READS_OPTIONS,
+} = rootModuleBuilder<HistoryReadsModuleOptions>('HistoryReads');

@@ -1,0 +1,149 @@
+/**
+ * The library boundary of `buzz-relay/database` (issue 19), checked without a database:
+ * what its entry point pulls in, that the four modules form no import cycle, that each can be
+ * built alone from its own options, and that importing them registers only `buzz_db_*` families.
+ */
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { Test, TestingModule } from '@nestjs/testing';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { register } from 'prom-client';
+import { DatabaseModule } from '../database/database.module.js';
+import type { DatabaseModuleOptions } from '../database/database.options.js';
+import { DatabaseService } from '../database/database.service.js';
+import { HistoryReadGate } from '../history-reads/history-read-gate.js';
+import { HistoryReadsModule } from '../history-reads/history-reads.module.js';
+import { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
+import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
+import { BOUNDED } from '../routing/route-predicate.js';
+import { RoutedReaderModule } from '../routing/routed-reader.module.js';
+import { RoutedReader } from '../routing/routed-reader.service.js';
+
+const SRC = resolve(import.meta.dirname, '..');
+const ENTRY = join(SRC, 'library/database.ts');
+const LAYERS = ['database', 'replica-fence', 'history-reads', 'routing'] as const;
+
+/** Relative specifiers of `from '…'`, `import '…'` and `import('…')`, resolved to .ts files. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
+  return specs.map((s) => resolve(dirname(file), s.replace(/\.js$/, '.ts')));
+}
+
+function closureOf(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [entry];
+  while (stack.length > 0) {
+    const f = stack.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    stack.push(...importsOf(f));
+  }
+  return seen;
+}
+
+const layerOf = (file: string) => relative(SRC, file).split('/')[0];
+
+function sourcesOf(layer: string): string[] {
+  return readdirSync(join(SRC, layer), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
+    .map((f) => join(SRC, layer, f));
+}
+
+describe('buzz-relay/database: import graph', () => {
+  it("the entry point's closure holds no relay configuration, relay metrics, transports or Nostr", () => {
+    const files = [...closureOf(ENTRY)].map((f) => relative(SRC, f));
+    expect(files).toContain('database/database.module.ts');
+    const outside = files.filter((f) => !/^(database|replica-fence|history-reads|routing|metrics|common|library)\//.test(f) && !f.startsWith('../migrations/'));
+    expect(outside).toEqual(['bridge/database-error.filter.ts']);
+    expect(files.filter((f) => f.startsWith('config/') || f === 'metrics/relay-metrics.service.ts' || f === 'metrics/metrics.module.ts')).toEqual([]);
+  });
+
+  it('the four layers import one way: routing → replica-fence, history-reads → database, never back', () => {
+    const edges = new Set<string>();
+    for (const layer of LAYERS) {
+      for (const file of sourcesOf(layer)) {
+        for (const target of importsOf(file)) {
+          const to = layerOf(target);
+          if (to !== layer && (LAYERS as readonly string[]).includes(to)) edges.add(`${layer} → ${to}`);
+        }
+      }
+    }
+    const allowed = new Set(['routing → database', 'routing → replica-fence', 'routing → history-reads', 'replica-fence → database']);
+    expect([...edges].filter((e) => !allowed.has(e))).toEqual([]);
+    // The allowed set is a strict order, so no cycle can form; the graph still holds the real edges.
+    expect(edges.has('routing → replica-fence')).toBe(true);
+  });
+});
+
+const OPTIONS: DatabaseModuleOptions = {
+  writerUrl: 'postgres://buzz:pw@10.255.255.1:5432/buzz',
+  readerUrl: 'postgres://buzz:pw@10.255.255.1:5433/buzz',
+  poolSize: 4,
+  readPoolSize: 10,
+  statementTimeoutMs: 30_000,
+  lockTimeoutMs: 5000,
+  idleTxnTimeoutMs: 60_000,
+  statementCacheSize: 100,
+  migrate: false,
+  partitionMaintenance: false,
+};
+
+describe('buzz-relay/database: each module alone, from its own options', () => {
+  const built: TestingModule[] = [];
+  const build = async (imports: Parameters<typeof Test.createTestingModule>[0]['imports']) => {
+    const ref = await Test.createTestingModule({ imports }).compile();
+    built.push(ref);
+    return ref;
+  };
+  afterAll(async () => {
+    for (const ref of built) await ref.close();
+  });
+
+  it('HistoryReadsModule needs nothing else', async () => {
+    const ref = await build([HistoryReadsModule.forRoot({ readPoolSize: 10 })]);
+    expect(ref.get(HistoryReadGate).capacity).toBe(8);
+  });
+
+  it('DatabaseModule needs nothing else, and forRootAsync takes a factory', async () => {
+    const ref = await build([DatabaseModule.forRootAsync({ useFactory: async () => OPTIONS })]);
+    const db = ref.get(DatabaseService);
+    expect(db.writerUrl).toBe(OPTIONS.writerUrl);
+    expect(db.readerPool).toBeDefined();
+  });
+
+  it('a routed read without a fence probe goes to the writer as `disabled`, and the fence says so at start', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const ref = await build([
+      DatabaseModule.forRoot(OPTIONS),
+      ReplicaFenceModule.forRoot({ probe: false }),
+      HistoryReadsModule.forRoot({ readPoolSize: 10 }),
+      RoutedReaderModule.forRoot({ readMaxAgeMs: 2000, writerReadCap: 2 }),
+    ]);
+    const fence = ref.get(ReplicaFenceService);
+    expect(await fence.spawn()).toBe(false);
+    expect(warn.mock.calls.map((c) => String(c[0])).some((m) => m.includes('probe off') && m.includes('served by the writer'))).toBe(true);
+    warn.mockRestore();
+    const series = async () => (await register.getSingleMetric('buzz_db_route_decision')!.get()).values.find((v) => v.labels.path === 'bridge_query' && v.labels.decision === 'writer' && v.labels.reason === 'disabled')?.value ?? 0;
+    const before = await series();
+    expect(await ref.get(RoutedReader).route({ path: 'bridge_query', predicate: BOUNDED })).toEqual({ target: 'writer' });
+    expect(await series()).toBe(before + 1);
+  });
+
+  it('importing the four modules registers the database families only (no buzz_ws_*, no buzz_readiness_state)', async () => {
+    await build([
+      DatabaseModule.forRoot(OPTIONS),
+      ReplicaFenceModule.forRoot({ probe: true }),
+      HistoryReadsModule.forRoot({ readPoolSize: 10 }),
+      RoutedReaderModule.forRoot({ readMaxAgeMs: 2000, writerReadCap: 2 }),
+    ]);
+    const names = register.getMetricsAsArray().map((m) => m.name);
+    expect(names).toContain('buzz_db_route_decision');
+    expect(names.filter((n) => !n.startsWith('buzz_db_'))).toEqual([]);
+  });
+
+  it('a probe interval outside 300..10000 ms fails at construction, naming the option', async () => {
+    await expect(build([DatabaseModule.forRoot(OPTIONS), ReplicaFenceModule.forRoot({ probe: true, probeIntervalMs: 50 })])).rejects.toThrow(/probeIntervalMs/);
+  });
+});

@@ -1,0 +1,43 @@
+/**
+ * `buzz-relay/database`: the read path as a library for other Nest services (docs/library.md).
+ * The four modules with their options, the RoutedReader and what its reads take and throw, the
+ * database error classification and the one HTTP filter, the `buzz_db_*` metric families, and
+ * the schema types. Nothing here reads the relay's configuration or registers a relay metric.
+ */
+export { DatabaseModule } from '../database/database.module.js';
+export { DATABASE_OPTIONS } from '../database/database.options.js';
+export type { DatabaseModuleOptions } from '../database/database.options.js';
+export { DatabaseService } from '../database/database.service.js';
+export type { ReaderState } from '../database/database.service.js';
+export type { DB } from '../database/database.types.js';
+export { migrateToLatest } from '../database/migrator.js';
+export { classifyDbError, closedReasonFor } from '../database/pg-errors.js';
+export type { DbFailure } from '../database/pg-errors.js';
+
+export { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
+export { REPLICA_FENCE_OPTIONS } from '../replica-fence/replica-fence.options.js';
+export type { ReplicaFenceModuleOptions } from '../replica-fence/replica-fence.options.js';
+export { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
+export type { FenceState } from '../replica-fence/replica-fence.service.js';
+export { minReadBudgetMs } from '../replica-fence/replica-fence.constants.js';
+
+export { HistoryReadsModule } from '../history-reads/history-reads.module.js';
+export { HISTORY_READS_OPTIONS } from '../history-reads/history-reads.options.js';
+export type { HistoryReadsModuleOptions } from '../history-reads/history-reads.options.js';
+export { HistoryReadGate, historyReadCap } from '../history-reads/history-read-gate.js';
+
+export { RoutedReaderModule } from '../routing/routed-reader.module.js';
+export { ROUTED_READER_OPTIONS } from '../routing/routed-reader.options.js';
+export type { RoutedReaderModuleOptions } from '../routing/routed-reader.options.js';
+export { RoutedReader } from '../routing/routed-reader.service.js';
+export type { WriterReadOptions } from '../routing/routed-reader.service.js';
+export { BOUNDED, ChannelScope } from '../routing/route-predicate.js';
+export type { RoutePredicate } from '../routing/route-predicate.js';
+export { HistoryReadRejected, WriterReadRejected } from '../routing/routed-read.types.js';
+export type { ReaderOperation, RouteRequest } from '../routing/routed-read.types.js';
+
+export { DatabaseMetrics, ROUTE_PATHS } from '../metrics/database-metrics.service.js';
+export type { RoutePath, WriterOperation } from '../metrics/database-metrics.service.js';
+
+// The one HTTP exception filter (503 `database unavailable` / `query timed out`, JSON bodies).
+export { DatabaseErrorFilter } from '../bridge/database-error.filter.js';

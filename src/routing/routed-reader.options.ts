@@ -1,0 +1,31 @@
+/**
+ * What RoutedReaderModule needs: the staleness budget bounded reads accept, and the cap and
+ * deadline of client-driven reads served by the writer.
+ */
+import { rootModuleBuilder } from '../common/root-module-builder.js';
+
+export interface RoutedReaderModuleOptions {
+  /**
+   * Staleness budget B, ms: a bounded read goes to the replica only with a proof at most this
+   * old. 0 = bounded reads stay on the writer (covered reads still route). At least the probe
+   * interval + 1200 ms, or one late beat spills reads to the writer (warned at start).
+   */
+  readonly readMaxAgeMs: number;
+  /**
+   * How many client-driven reads may hold writer connections at once, so the rest of the writer
+   * pool stays for writes (default half the writer pool, at least 1).
+   */
+  readonly writerReadCap?: number;
+  /** Statement deadline of a client-driven read on the writer, ms (default 20000). */
+  readonly clientReadTimeoutMs?: number;
+  /** Benchmark only: no history gate, and shed history reads spill onto the writer instead. */
+  readonly spillHistory?: boolean;
+}
+
+export const WRITER_READ_TIMEOUT_DEFAULT_MS = 20_000;
+
+/** forRoot / forRootAsync (common/root-module-builder.ts). */
+export const {
+  ConfigurableModuleClass: ConfigurableRoutedReaderModule,
+  MODULE_OPTIONS_TOKEN: ROUTED_READER_OPTIONS,
+} = rootModuleBuilder<RoutedReaderModuleOptions>('RoutedReader');

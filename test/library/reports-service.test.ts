@@ -1,0 +1,140 @@
+/**
+ * examples/reports-service, run the way another team would: the relay is packed with `npm pack`
+ * (so only what `files` ships is there), unpacked as `node_modules/buzz-relay` of a copy of the
+ * example, its peers and dependencies resolved from this repository's node_modules (one copy of
+ * @nestjs/common for both), compiled with tsc against the shipped declarations through the
+ * `exports` map (a deep `buzz-relay/dist/...` import would not resolve), and started on the real
+ * writer + replica pair. Divergent fixtures (replay paused on the replica, the row changed on the
+ * writer) show which server answered each read.
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Pool } from 'pg';
+import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
+import { adminPool, waitUntil } from '../routing/database-layer.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const EXAMPLE = join(ROOT, 'examples/reports-service');
+const faults = faultSupport();
+const itWithFaults = faults.supported ? it : it.skip;
+
+let db: TestDatabase;
+let writer: Pool;
+let replica: Pool;
+let work: string;
+let child: ChildProcess;
+let out = '';
+let base: string;
+
+/** The packed relay unpacked into a copy of the example; every other package linked from ours. */
+function installExample(): string {
+  execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tarball = readdirSync(work).find((f) => f.startsWith('buzz-relay-') && f.endsWith('.tgz'));
+  if (!tarball) throw new Error(`npm pack left no tarball in ${work}`);
+  const app = join(work, 'app');
+  cpSync(EXAMPLE, app, { recursive: true, filter: (src) => !/\/(node_modules|dist)(\/|$)/.test(src.slice(EXAMPLE.length)) });
+  const relay = join(app, 'node_modules/buzz-relay');
+  mkdirSync(relay, { recursive: true });
+  execFileSync('tar', ['-xzf', join(work, tarball), '-C', relay, '--strip-components=1']);
+  const ours = realpathSync(join(ROOT, 'node_modules'));
+  for (const entry of readdirSync(ours)) {
+    if (entry.startsWith('.') || entry === 'buzz-relay') continue;
+    symlinkSync(join(ours, entry), join(app, 'node_modules', entry));
+  }
+  execFileSync(process.execPath, [join(ours, 'typescript/bin/tsc'), '-p', join(app, 'tsconfig.json')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return app;
+}
+
+async function startExample(app: string): Promise<string> {
+  child = spawn(process.execPath, [join(app, 'dist/main.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      REPORTS_WRITER_URL: db.writerUrl,
+      REPORTS_READER_URL: db.readerUrl,
+      // One reader connection, so one history permit: a second concurrent routed read is shed.
+      REPORTS_READ_POOL_SIZE: '1',
+      // A wide budget: the replica keeps answering (proved, stale by design) while replay is paused.
+      REPORTS_READ_MAX_AGE_MS: '20000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  await waitUntil('reports-service to listen', () => /listening on (http:\/\/\S+)/.test(out) || child.exitCode !== null, 30_000);
+  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+  if (!url) throw new Error(`reports-service did not start:\n${out}`);
+  return url;
+}
+
+async function get(path: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${base}${path}`);
+  return { status: res.status, body: await res.json() };
+}
+
+const servedByReplica = async () => ((await get('/reports/1')).body as { servedBy?: string }).servedBy === 'replica';
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  writer = adminPool(db.writerUrl);
+  replica = adminPool(db.readerUrl);
+  await writer.query(`create table reports (id int primary key, title text not null)`);
+  await writer.query(`insert into reports values (1, 'Q3 draft')`);
+  await db.waitForReplica();
+  work = mkdtempSync(join(tmpdir(), 'reports-service-'));
+  base = await startExample(installExample());
+}, 300_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+  await replica?.end();
+  await writer?.end();
+  await db?.drop();
+  if (work) rmSync(work, { recursive: true, force: true });
+}, 60_000);
+
+describe('examples/reports-service on buzz-relay/database', () => {
+  it('imports the package through its exports only', () => {
+    for (const file of readdirSync(join(EXAMPLE, 'src'))) {
+      const imports = [...readFileSync(join(EXAMPLE, 'src', file), 'utf8').matchAll(/from '(buzz-relay[^']*)'/g)].map((m) => m[1]);
+      expect(imports.every((s) => s === 'buzz-relay/database')).toBe(true);
+    }
+    expect(out).not.toMatch(/ERROR/);
+  });
+
+  itWithFaults('a routed read is served by the proved replica, a writer-pinned read by the writer (divergent rows)', async () => {
+    await waitUntil('the fence to open (a routed read served by the replica)', servedByReplica, 30_000, 100);
+    await db.cluster.pauseReplay();
+    try {
+      await writer.query(`update reports set title = 'Q3 final' where id = 1`);
+      expect(await get('/reports/1')).toEqual({ status: 200, body: { id: 1, title: 'Q3 draft', servedBy: 'replica' } });
+      expect(await get('/reports/1/current')).toEqual({ status: 200, body: { id: 1, title: 'Q3 final', servedBy: 'writer' } });
+    } finally {
+      await db.cluster.resumeReplay();
+    }
+    await db.waitForReplica();
+  });
+
+  itWithFaults('a shed routed read answers 503 {"error":"database unavailable"}', async () => {
+    await waitUntil('the replica to serve again', servedByReplica, 30_000, 100);
+    // The one history permit is held by a slow report on the replica...
+    const slow = get('/reports/1?delayMs=600000');
+    const sleeping = async () => (await replica.query(`select pid from pg_stat_activity where query like '%pg_sleep%' and query not like '%pg_stat_activity%'`)).rows as { pid: number }[];
+    await waitUntil('the slow report to run on the replica', async () => (await sleeping()).length === 1, 30_000, 50);
+    // ...so the next routed read waits its 1 s for a permit and is shed, never sent to the writer.
+    expect(await get('/reports/1')).toEqual({ status: 503, body: { error: 'database unavailable' } });
+    const [{ pid }] = await sleeping();
+    await replica.query('select pg_cancel_backend($1)', [pid]);
+    expect(await slow).toEqual({ status: 503, body: { error: 'query timed out' } });
+  });
+
+  it('an unknown report is a 404 with a JSON body', async () => {
+    expect(await get('/reports/999/current')).toEqual({ status: 404, body: { error: 'not found' } });
+  });
+});
