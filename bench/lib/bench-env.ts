@@ -156,12 +156,28 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   // The relay runs with the flags it ships with (package.json `start`, the Dockerfile); later flags win.
   const nodeArgs = ['--max-semi-space-size=16', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], {
-    env: relayEnv(databaseEnv),
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const relay = await spawnChild(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], { env: relayEnv(databaseEnv) }, async (child, output) => {
+    const port = await listeningPort(child, output);
+    return `ws://localhost:${port}`;
   });
+  const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(relay.output())?.[1];
+  if (metricsUrl) metricsUrls.set(relay.url, metricsUrl);
+  return relay;
+}
+
+/**
+ * A server child process whose output is collected (and copied to BENCH_RELAY_OUTPUT=<file> when
+ * set: `--trace-gc` lines, logs), killed if the bench exits, stopped with SIGTERM (SIGKILL after
+ * 10 s). `ready` resolves with its ws:// URL once it serves.
+ */
+export async function spawnChild(
+  command: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+  ready: (child: ChildProcess, output: () => string) => Promise<string>,
+): Promise<RelayChild> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  // BENCH_RELAY_OUTPUT=<file> also writes everything the relay prints there (`--trace-gc` lines, logs).
   const copy = process.env.BENCH_RELAY_OUTPUT ? createWriteStream(process.env.BENCH_RELAY_OUTPUT) : undefined;
   const collect = (d: Buffer) => {
     out += d.toString();
@@ -173,10 +189,7 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   process.once('exit', killOnExit);
   const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
   try {
-    const port = await listeningPort(child, () => out);
-    const url = `ws://localhost:${port}`;
-    const metricsUrl = /buzz-relay metrics on (http:\/\/\S+)/.exec(out)?.[1];
-    if (metricsUrl) metricsUrls.set(url, metricsUrl);
+    const url = await ready(child, () => out);
     return { url, child, output: () => out, stop };
   } catch (err) {
     await stop();
@@ -215,7 +228,7 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-function stopOnSignals(stop: () => Promise<void>): void {
+export function stopOnSignals(stop: () => Promise<void>): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logLine(`${signal}: stopping the relay and the postgres pair`);
