@@ -19,7 +19,8 @@ import { migrateToLatest } from '../../src/database/migrator.js';
 
 /** dist/bench/lib -> dist/src/main.js (the bench runs from the compiled tree). */
 export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js');
-const RELAY_START_TIMEOUT_MS = 30_000;
+/** Generous: on a saturated shared machine the relay took more than 30 s to listen. */
+const RELAY_START_TIMEOUT_MS = 120_000;
 const RELAY_STOP_TIMEOUT_MS = 10_000;
 const RELAY_DATABASE = 'buzz_bench';
 
@@ -73,26 +74,38 @@ export async function startBenchEnv(log: (msg: string) => void = logLine): Promi
     relay = await spawnRelay({ DATABASE_URL: writerUrl, READ_DATABASE_URL: readerUrl ?? '' });
     log(`postgres pair + relay ${relay.url} (pid ${relay.child.pid}) ready in ${Date.now() - started} ms`);
     const ready = relay;
-    const stop = once(async () => {
+    return envOf(cluster, writerUrl, readerUrl ?? writerUrl, ready, async () => {
       await ready.stop();
       await cluster.stop();
-    });
-    stopOnSignals(stop);
-    return {
-      cluster,
-      writerUrl,
-      readerUrl: readerUrl ?? writerUrl,
-      relayUrl: ready.url,
-      relayPid: ready.child.pid ?? 0,
-      relayOutput: () => ready.output(),
-      createMigratedDatabase: (name) => createMigratedDatabase(cluster, name),
-      stop,
-    };
+    }, (name) => createMigratedDatabase(cluster, name));
   } catch (err) {
     await relay?.stop();
     await cluster.stop();
     throw err;
   }
+}
+
+/** A BenchEnv over a started cluster and server; `stop` runs once, on Ctrl-C too. */
+export function envOf(
+  cluster: PgCluster,
+  writerUrl: string,
+  readerUrl: string,
+  server: RelayChild,
+  stopAll: () => Promise<void>,
+  createMigrated: BenchEnv['createMigratedDatabase'],
+): BenchEnv {
+  const stop = once(stopAll);
+  stopOnSignals(stop);
+  return {
+    cluster,
+    writerUrl,
+    readerUrl,
+    relayUrl: server.url,
+    relayPid: server.child.pid ?? 0,
+    relayOutput: () => server.output(),
+    createMigratedDatabase: createMigrated,
+    stop,
+  };
 }
 
 async function createMigratedDatabase(cluster: PgCluster, name: string): Promise<string> {
@@ -228,7 +241,7 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-export function stopOnSignals(stop: () => Promise<void>): void {
+function stopOnSignals(stop: () => Promise<void>): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logLine(`${signal}: stopping the relay and the postgres pair`);

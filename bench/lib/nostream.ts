@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PgCluster } from '../../src/database/embedded/pg-cluster.js';
 import { freePort, startRedisServer } from '../../test/harness/redis-server.js';
-import { logLine, spawnChild, stopOnSignals, type BenchEnv, type RelayChild } from './bench-env.js';
+import { envOf, logLine, spawnChild, type BenchEnv, type RelayChild } from './bench-env.js';
 
 const DATABASE = 'nostream_bench';
 const START_TIMEOUT_MS = 60_000;
@@ -99,25 +99,19 @@ export async function startNostreamEnv(dir: string, log: (msg: string) => void =
     log(`postgres pair + nostream ${relay.url} (pid ${relay.child.pid}) ready in ${Date.now() - started} ms`);
     const ready = relay;
     const readyRedis = redis;
-    let stopping: Promise<void> | undefined;
-    const stop = () =>
-      (stopping ??= (async () => {
+    return envOf(
+      cluster,
+      writerUrl,
+      readerUrl ?? writerUrl,
+      ready,
+      async () => {
         await ready.stop();
         await readyRedis.stop();
         await cluster.stop();
         rmSync(configDir, { recursive: true, force: true });
-      })());
-    stopOnSignals(stop);
-    return {
-      cluster,
-      writerUrl,
-      readerUrl: readerUrl ?? writerUrl,
-      relayUrl: ready.url,
-      relayPid: ready.child.pid ?? 0,
-      relayOutput: () => ready.output(),
-      createMigratedDatabase: () => Promise.reject(new Error('nostream: no relay schema to copy')),
-      stop,
-    };
+      },
+      () => Promise.reject(new Error('nostream: no relay schema to copy')),
+    );
   } catch (err) {
     await relay?.stop();
     await redis?.stop();
