@@ -118,7 +118,7 @@ export function outcomeBars(title: string, rows: readonly CountRow[], categoryOr
     encoding: {
       y: { field: 'group', type: 'nominal', title: null },
       x: { field: 'count', type: 'quantitative', stack: 'zero', title: 'clients' },
-      color: { field: 'category', type: 'nominal', title: null, scale: { domain: [...categoryOrder] } },
+      color: { field: 'category', type: 'nominal', title: null, scale: { domain: [...categoryOrder] }, legend: { labelLimit: 240 } },
       order: { field: 'order', type: 'quantitative' },
       tooltip: [{ field: 'category' }, { field: 'count' }],
     },
