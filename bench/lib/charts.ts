@@ -78,7 +78,7 @@ export function latencyOverTime(title: string, points: readonly TimedPoint[], ma
         encoding: {
           x: { field: 't', type: 'quantitative', title: 'time (s)' },
           y: { field: 'ms', type: 'quantitative', title: yTitle, scale: log ? { type: 'log' } : { zero: true } },
-          color: { field: 'series', type: 'nominal', title: null },
+          color: { field: 'series', type: 'nominal', title: null, legend: { labelLimit: 240 } },
         },
       },
       ...(marks.length === 0
@@ -154,7 +154,7 @@ export function latencyCdf(title: string, samples: readonly SeriesSample[]): Top
     encoding: {
       x: { field: 'ms', type: 'quantitative', title: 'latency (ms)', scale: { type: 'log' } },
       y: { field: 'share', type: 'quantitative', title: 'share at or under', axis: { format: '%' } },
-      color: { field: 'series', type: 'nominal', title: null },
+      color: { field: 'series', type: 'nominal', title: null, legend: { labelLimit: 240 } },
     },
   } as TopLevelSpec;
 }
