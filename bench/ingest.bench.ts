@@ -15,6 +15,7 @@ import type { Client } from 'pg';
 import { generateSecretKey, getPublicKey, type Event as NostrEvent, type EventTemplate } from 'nostr-tools/pure';
 import { BenchConnection, mergePublishResults, toPublishItems, type PublishResult } from './lib/bench-connection.js';
 import { BenchEnv, logLine, quietPool, round, secondsSince, startBenchEnv, summarize, runBench } from './lib/bench-env.js';
+import { chartsDir, chartsOption, latencyCdf, writeCharts } from './lib/charts.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { dealRoundRobin, runSqlClients, type SqlRunResult } from './lib/sql-baseline.js';
@@ -25,6 +26,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '8' },
     window: { type: 'string', default: '64' },
     warmup: { type: 'string', default: '400' },
+    ...chartsOption,
   },
 });
 const EVENTS = Number(args.events);
@@ -170,6 +172,14 @@ async function main(): Promise<number> {
     if (relay.result.rejected > 0) logLine(`relay rejections: ${JSON.stringify(Object.fromEntries(relay.result.reasons))}`);
     const baseline = await baselinePhase(env, warmup, events);
     console.log(JSON.stringify(resultLine(relay, baseline)));
+    const dir = chartsDir(args.charts, 'ingest');
+    if (dir !== undefined) {
+      const samples = [
+        ...relay.result.latenciesMs.map((ms) => ({ series: 'relay: EVENT to OK', ms })),
+        ...baseline.run.latenciesMs.map((ms) => ({ series: 'baseline: one INSERT', ms })),
+      ];
+      logLine(`charts: ${(await writeCharts(dir, [{ name: 'ingest-latency', spec: latencyCdf(`ingest latency (${EVENTS} events, ${CONNECTIONS} connections, window ${WINDOW})`, samples) }])).join(', ')}`);
+    }
     if (relay.stored !== relay.result.accepted) logLine(`FAIL: ${relay.stored} stored rows but ${relay.result.accepted} accepted OKs`);
     return relay.stored === relay.result.accepted && baseline.stored === EVENTS ? 0 : 1;
   } catch (err) {

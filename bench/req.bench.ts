@@ -27,6 +27,7 @@ import { finalizeEvent, generateSecretKey, getPublicKey, type Event as NostrEven
 import { Client } from 'pg';
 import { BenchConnection, mergePublishResults, toPublishItems } from './lib/bench-connection.js';
 import { collectGarbage, logLine, quietPool, round, secondsSince, startBenchEnv, summarize, type BenchEnv, runBench } from './lib/bench-env.js';
+import { chartsDir, chartsOption, latencyCdf, latencyOverTime, writeCharts, type SeriesSample, type TimedPoint } from './lib/charts.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { runOpenLoop } from './lib/open-loop.js';
 import { gcCombine, gcTotals, NO_GC, type GcTotals } from './lib/pod-metrics.js';
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     rates: { type: 'string', default: '250,500,750' },
     'open-seconds': { type: 'string', default: '10' },
     'open-warmup-seconds': { type: 'string', default: '10' },
+    ...chartsOption,
   },
 });
 const SEED = Number(args.seed);
@@ -415,9 +417,15 @@ async function main(): Promise<void> {
     // and a higher p99, even after a forced collection in the bench and a 30 s pause after
     // seeding; measured again straight after, the same shape did not. The cause was not found.
     await measureShape(env, conns, communityId, allShapes[0]);
+    const overTime: TimedPoint[] = [];
+    const distribution: SeriesSample[] = [];
     for (const shape of allShapes) {
       const result = await measureShape(env, conns, communityId, shape);
       console.log(JSON.stringify(resultLine(shape.name, result)));
+      const t0 = Math.min(...result.samples.map(([, sentAt]) => sentAt));
+      for (const [, sentAt, ms] of result.samples) overTime.push({ t: round((sentAt - t0) / 1000, 3), ms: round(ms, 3), series: shape.name });
+      for (const ms of result.relay.latenciesMs) distribution.push({ series: `relay ${shape.name}`, ms });
+      for (const ms of result.sql.latenciesMs) distribution.push({ series: `SQL ${shape.name}`, ms });
       writeSamples(shape.name, result.samples);
       all.gc = gcCombine(all.gc, result.gc, 1);
       for (const key of ['relay', 'sql', 'relaySql'] as const) {
@@ -427,6 +435,15 @@ async function main(): Promise<void> {
       }
     }
     console.log(JSON.stringify(resultLine('all', all)));
+    const dir = chartsDir(args.charts, 'req');
+    if (dir !== undefined) {
+      const title = `${CONNECTIONS} connections, REQ to EOSE, limit ${LIMIT}`;
+      const charts = [
+        { name: 'req-latency-over-time', spec: latencyOverTime(`closed-loop REQ latency per shape over its run (${title})`, overTime) },
+        { name: 'req-latency', spec: latencyCdf(`REQ latency, relay and the same SQL (${title})`, distribution) },
+      ];
+      logLine(`charts: ${(await writeCharts(dir, charts)).join(', ')}`);
+    }
     if (RATES.length > 0) {
       // Unmeasured, at the highest rate: on this VM the first sustained open-loop run of a fresh
       // relay showed stalls of hundreds of ms that later runs at the same rate did not.

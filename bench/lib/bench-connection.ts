@@ -85,6 +85,14 @@ export class BenchConnection {
     return conn;
   }
 
+  /** Connects to a relay that sends no NIP-42 challenge (nostream), without authenticating. */
+  static async openUnauthenticated(relayUrl: string): Promise<BenchConnection> {
+    const ws = new WebSocket(relayUrl, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+    const conn = new BenchConnection(ws);
+    await conn.until(() => ws.readyState === WebSocket.OPEN, 'the relay did not accept the connection');
+    return conn;
+  }
+
   /** Sends every item, keeping at most `window` without an OK; resolves when all are answered. */
   publishWindowed(items: readonly PublishItem[], window: number): Promise<PublishResult> {
     const result: PublishResult = { accepted: 0, duplicates: 0, rejected: 0, reasons: new Map(), latenciesMs: [] };

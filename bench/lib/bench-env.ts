@@ -19,7 +19,8 @@ import { migrateToLatest } from '../../src/database/migrator.js';
 
 /** dist/bench/lib -> dist/src/main.js (the bench runs from the compiled tree). */
 export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js');
-const RELAY_START_TIMEOUT_MS = 30_000;
+/** Generous: on a saturated shared machine the relay took more than 30 s to listen. */
+const RELAY_START_TIMEOUT_MS = 120_000;
 const RELAY_STOP_TIMEOUT_MS = 10_000;
 const RELAY_DATABASE = 'buzz_bench';
 
@@ -73,26 +74,38 @@ export async function startBenchEnv(log: (msg: string) => void = logLine): Promi
     relay = await spawnRelay({ DATABASE_URL: writerUrl, READ_DATABASE_URL: readerUrl ?? '' });
     log(`postgres pair + relay ${relay.url} (pid ${relay.child.pid}) ready in ${Date.now() - started} ms`);
     const ready = relay;
-    const stop = once(async () => {
+    return envOf(cluster, writerUrl, readerUrl ?? writerUrl, ready, async () => {
       await ready.stop();
       await cluster.stop();
-    });
-    stopOnSignals(stop);
-    return {
-      cluster,
-      writerUrl,
-      readerUrl: readerUrl ?? writerUrl,
-      relayUrl: ready.url,
-      relayPid: ready.child.pid ?? 0,
-      relayOutput: () => ready.output(),
-      createMigratedDatabase: (name) => createMigratedDatabase(cluster, name),
-      stop,
-    };
+    }, (name) => createMigratedDatabase(cluster, name));
   } catch (err) {
     await relay?.stop();
     await cluster.stop();
     throw err;
   }
+}
+
+/** A BenchEnv over a started cluster and server; `stop` runs once, on Ctrl-C too. */
+export function envOf(
+  cluster: PgCluster,
+  writerUrl: string,
+  readerUrl: string,
+  server: RelayChild,
+  stopAll: () => Promise<void>,
+  createMigrated: BenchEnv['createMigratedDatabase'],
+): BenchEnv {
+  const stop = once(stopAll);
+  stopOnSignals(stop);
+  return {
+    cluster,
+    writerUrl,
+    readerUrl,
+    relayUrl: server.url,
+    relayPid: server.child.pid ?? 0,
+    relayOutput: () => server.output(),
+    createMigratedDatabase: createMigrated,
+    stop,
+  };
 }
 
 async function createMigratedDatabase(cluster: PgCluster, name: string): Promise<string> {
@@ -156,12 +169,28 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   // The relay runs with the flags it ships with (package.json `start`, the Dockerfile); later flags win.
   const nodeArgs = ['--max-semi-space-size=16', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], {
-    env: relayEnv(databaseEnv),
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const relay = await spawnChild(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], { env: relayEnv(databaseEnv) }, async (child, output) => {
+    const port = await listeningPort(child, output);
+    return `ws://localhost:${port}`;
   });
+  const metricsUrl = /buzz-relay metrics on (http:\/\/[^\s"]+)/.exec(relay.output())?.[1];
+  if (metricsUrl) metricsUrls.set(relay.url, metricsUrl);
+  return relay;
+}
+
+/**
+ * A server child process whose output is collected (and copied to BENCH_RELAY_OUTPUT=<file> when
+ * set: `--trace-gc` lines, logs), killed if the bench exits, stopped with SIGTERM (SIGKILL after
+ * 10 s). `ready` resolves with its ws:// URL once it serves.
+ */
+export async function spawnChild(
+  command: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+  ready: (child: ChildProcess, output: () => string) => Promise<string>,
+): Promise<RelayChild> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  // BENCH_RELAY_OUTPUT=<file> also writes everything the relay prints there (`--trace-gc` lines, logs).
   const copy = process.env.BENCH_RELAY_OUTPUT ? createWriteStream(process.env.BENCH_RELAY_OUTPUT) : undefined;
   const collect = (d: Buffer) => {
     out += d.toString();
@@ -173,10 +202,7 @@ export async function spawnRelay(databaseEnv: Record<string, string>): Promise<R
   process.once('exit', killOnExit);
   const stop = once(() => stopChild(child).finally(() => process.off('exit', killOnExit)));
   try {
-    const port = await listeningPort(child, () => out);
-    const url = `ws://localhost:${port}`;
-    const metricsUrl = /buzz-relay metrics on (http:\/\/[^\s"]+)/.exec(out)?.[1];
-    if (metricsUrl) metricsUrls.set(url, metricsUrl);
+    const url = await ready(child, () => out);
     return { url, child, output: () => out, stop };
   } catch (err) {
     await stop();

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface CpuSample {
-  /** The relay process (all its threads, signature workers included). */
+  /** The relay process (all its threads, signature workers included) and any child processes (nostream's workers). */
   relay: number;
   /** Both postmasters, their live children and the children they have already reaped. */
   postgres: number;
@@ -18,7 +18,7 @@ export interface CpuSample {
 export function sampleCpu(relayPid: number, clusterBaseDir: string): CpuSample {
   const client = process.cpuUsage();
   return {
-    relay: processCpuSeconds(relayPid, false),
+    relay: processTree(relayPid).reduce((sum, pid) => sum + (processCpuSeconds(pid, pid === relayPid) || 0), 0) || Number.NaN,
     postgres: ['primary', 'replica'].reduce((sum, role) => sum + postmasterCpuSeconds(path.join(clusterBaseDir, role)), 0),
     client: (client.user + client.system) / 1e6,
   };
@@ -36,6 +36,16 @@ function processCpuSeconds(pid: number, withReapedChildren: boolean): number {
     return (f[11] + f[12] + (withReapedChildren ? f[13] + f[14] : 0)) / 100;
   } catch {
     return Number.NaN;
+  }
+}
+
+/** pid and its live descendants (empty when pid is gone). */
+export function processTree(pid: number): number[] {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number);
+    return [pid, ...children.flatMap(processTree)];
+  } catch {
+    return [];
   }
 }
 

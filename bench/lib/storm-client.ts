@@ -1,7 +1,8 @@
 /**
  * One reconnecting client of the storm bench: opens a WebSocket, answers the NIP-42 challenge with
- * its own key (tiny-secp256k1, well under a millisecond, so a thousand of them do not load the
- * machine the relay shares), sends one history REQ and, on a retryable `CLOSED` (`error: …`),
+ * its own key (a prepared signer: lib/fast-sign.ts), or, against a relay that sends no challenge
+ * (`auth: false`, nostream), goes straight to the REQ; sends one history REQ and, on a retryable
+ * `CLOSED` (`error: …`),
  * sends it again after an exponential, jittered back-off, at most `maxRetries` times. It ends
  * in exactly one outcome; a served client keeps its socket (and its live subscription) open until
  * `close()`, as a real client would.
@@ -43,6 +44,8 @@ export interface StormClientOptions {
   /** The relay's ws:// URL (also the NIP-42 `relay` tag). */
   relayUrl: string;
   signer: FastSigner;
+  /** Wait for the NIP-42 challenge and answer it before the REQ (false: REQ on open). */
+  auth: boolean;
   filter: object;
   maxRetries: number;
   backoffBaseMs: number;
@@ -60,15 +63,27 @@ const loopback: LookupFunction = (_host, options, callback) => {
   else callback(null, '127.0.0.1', 4);
 };
 
-const EVENT_HEAD = '["EVENT","';
+/**
+ * The load generator shares the machine's cores with the relay, so a frame is looked at as bytes
+ * first: the 50 history frames each client gets (and the publisher's live events) are counted by
+ * their `["EVENT","<sub id>"` prefix, never decoded or parsed; only the few control frames (AUTH,
+ * OK, EOSE, CLOSED) are parsed as JSON. UTF-8 validation is skipped for the same reason (the
+ * relay's frames are its own JSON; a bad one would fail JSON.parse or be counted as an event).
+ */
+const EVENT_HEAD = Buffer.from('["EVENT","');
+
+function startsWith(frame: Buffer, prefix: Buffer): boolean {
+  return frame.length >= prefix.length && frame.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
+}
 
 export function startStormClient(opts: StormClientOptions): StormClient {
   const started = performance.now();
-  const ws = new WebSocket(opts.relayUrl, { perMessageDeflate: false, lookup: loopback });
+  const ws = new WebSocket(opts.relayUrl, { perMessageDeflate: false, lookup: loopback, skipUTF8Validation: true });
   const out: StormOutcome = { result: 'unfinished', retries: 0, events: 0, retryReasons: [] };
   let stage: 'connect' | 'auth' | 'req' = 'connect';
   let authId = '';
   let subId = '';
+  let subHead = EVENT_HEAD;
   let settled = false;
   let retryTimer: NodeJS.Timeout | undefined;
   let settle!: (o: StormOutcome) => void;
@@ -88,17 +103,18 @@ export function startStormClient(opts: StormClientOptions): StormClient {
 
   const sendReq = () => {
     subId = `h${out.retries}`;
+    subHead = Buffer.from(`["EVENT","${subId}"`);
     out.events = 0;
     ws.send(JSON.stringify(['REQ', subId, opts.filter]));
   };
 
-  const onFrame = (text: string) => {
-    if (text.startsWith(EVENT_HEAD)) {
-      // History frames are only counted (the load generator shares the cores); live ones after EOSE are ignored.
-      if (!settled && stage === 'req' && text.startsWith(`${EVENT_HEAD}${subId}"`)) out.events += 1;
+  const onFrame = (frame: Buffer) => {
+    if (startsWith(frame, EVENT_HEAD)) {
+      // History frames are only counted; live ones after EOSE are ignored.
+      if (!settled && stage === 'req' && startsWith(frame, subHead)) out.events += 1;
       return;
     }
-    const [type, a, b, c] = JSON.parse(text) as unknown[];
+    const [type, a, b, c] = JSON.parse(frame.toString()) as unknown[];
     if (type === 'AUTH' && stage === 'connect' && typeof a === 'string') {
       stage = 'auth';
       const auth = opts.signer.sign(22242, [['relay', opts.relayUrl], ['challenge', a]], '');
@@ -122,7 +138,13 @@ export function startStormClient(opts: StormClientOptions): StormClient {
     }
   };
 
-  ws.on('message', (data) => onFrame(data.toString()));
+  if (!opts.auth) {
+    ws.once('open', () => {
+      stage = 'req';
+      sendReq();
+    });
+  }
+  ws.on('message', (data: Buffer) => onFrame(data));
   ws.on('close', (code, reason) => finish('dropped', `close ${code}${reason.length > 0 ? ` ${reason.toString()}` : ''}`));
   ws.on('error', (err) => finish('dropped', `socket error: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
 

@@ -15,6 +15,8 @@ export interface PublisherWorkerData {
   readonly relayUrl: string;
   readonly everyMs: number;
   readonly okWaitMs: number;
+  /** Answer the relay's NIP-42 challenge first (false for nostream, which sends none). */
+  readonly auth: boolean;
 }
 
 export interface PublishRecordAbs {
@@ -24,10 +26,10 @@ export interface PublishRecordAbs {
   outcome: string;
 }
 
-const { relayUrl, everyMs, okWaitMs } = workerData as PublisherWorkerData;
+const { relayUrl, everyMs, okWaitMs, auth } = workerData as PublisherWorkerData;
 const port = parentPort!;
 const signer = fastSigner();
-const conn = await BenchConnection.open(relayUrl, signer.sk);
+const conn = auth ? await BenchConnection.open(relayUrl, signer.sk) : await BenchConnection.openUnauthenticated(relayUrl);
 const records: PublishRecordAbs[] = [];
 const inflight = new Set<Promise<void>>();
 let n = 0;
