@@ -1,14 +1,14 @@
 /**
  * Builds and starts the relay for a given configuration: Fastify with raw-text
  * bodies (NIP-98 hashes the exact bytes) and request/header/idle timeouts, CORS
- * (BUZZ_CORS_ORIGINS), the ws adapter on the same port, the one HTTP exception filter, pino logs, migrations
+ * (BUZZ_CORS_ORIGINS), the ws adapter on the same port, pino logs (the one HTTP exception filter comes
+ * with DatabaseModule), migrations
  * before the port opens, and the operator's /metrics listener on its own address.
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { CorsPolicy } from './common/cors-policy.js';
 import { AppConfig } from './config/app-config.js';
 import { DatabaseService } from './database/database.service.js';
@@ -65,7 +65,6 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   const cors = new CorsPolicy(config.corsOrigins);
   app.enableCors(cors.options());
   app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes, cors));
-  app.useGlobalFilters(new DatabaseErrorFilter());
   await app.get(DatabaseService).start();
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {
     await app.get(CommunityRepository).ensureCommunity(config.defaultCommunityHosts, 'Local community');

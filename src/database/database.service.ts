@@ -10,7 +10,7 @@ import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
 import { ConnectionSteps } from './connection-steps.js';
 import { kyselyOn } from './kysely-on-client.js';
-import { classifyDbError } from './pg-errors.js';
+import { DatabaseUnavailableError, LockTimedOutError, PoolTimeoutError, toDatabaseError } from './database-errors.js';
 import {
   ACQUIRE_TIMEOUT_MESSAGE,
   createProbePool,
@@ -18,7 +18,6 @@ import {
   createWriterPool,
   endPool,
   isDialFailure,
-  isPoolTimeout,
   READER_ACQUIRE_TIMEOUT_MS,
   WRITER_POOL_MIN,
 } from './pools.js';
@@ -26,7 +25,7 @@ import {
 export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 
 /**
- * Owns the writer, reader and fence-probe pools and their Kysely handles. The writer is
+ * Owns the writer, reader and fence-probe pools and the writer's Kysely handle. The writer is
  * connected eagerly (start-up fails without it); the reader is lazy and a boot ping only
  * logs, so a replica that is down never blocks start-up. The probe pool is created on first
  * use by the replica fence and is never used for serving traffic.
@@ -38,9 +37,12 @@ export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 export class DatabaseService implements OnApplicationShutdown {
   private readonly logger = new Logger('Database');
   readonly writerPool: Pool;
-  readonly readerPool: Pool | undefined;
+  /**
+   * The reader pool is nobody else's: a replica read goes through RoutedReader, which proves the
+   * session's freshness first (issue 19). Tests reach it through test/harness/reader-pool.ts.
+   */
+  private readonly readerPool: Pool | undefined;
   readonly writer: Kysely<DB>;
-  readonly reader: Kysely<DB> | undefined;
   private readerState: ReaderState;
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
@@ -63,7 +65,6 @@ export class DatabaseService implements OnApplicationShutdown {
     this.writerPool = createWriterPool(db, db.url, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
     this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, this.onPoolError) : undefined;
-    this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
   }
 
@@ -105,6 +106,11 @@ export class DatabaseService implements OnApplicationShutdown {
     }
   }
 
+  /** Whether a reader pool is configured (READ_DATABASE_URL). */
+  get hasReader(): boolean {
+    return this.readerPool !== undefined;
+  }
+
   getReaderState(): ReaderState {
     return this.readerState;
   }
@@ -126,7 +132,7 @@ export class DatabaseService implements OnApplicationShutdown {
 
   /**
    * Runs `work` on one instrumented writer checkout and releases it; a connection the server or
-   * the network broke is discarded rather than pooled.
+   * the network broke is discarded rather than pooled. Its failures leave typed (database-errors.ts).
    */
   async withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const client = await this.acquireWriter(operation, signal);
@@ -135,8 +141,9 @@ export class DatabaseService implements OnApplicationShutdown {
       client.release();
       return result;
     } catch (err) {
-      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
-      throw err;
+      const typed = toDatabaseError(err);
+      client.release(typed instanceof DatabaseUnavailableError ? typed : undefined);
+      throw typed;
     }
   }
 
@@ -158,7 +165,7 @@ export class DatabaseService implements OnApplicationShutdown {
       const timer = setTimeout(() => {
         settled = true;
         this.metrics.acquireEnd(what, 'timeout', seconds(), true);
-        reject(new Error(ACQUIRE_TIMEOUT_MESSAGE));
+        reject(new PoolTimeoutError(ACQUIRE_TIMEOUT_MESSAGE));
       }, READER_ACQUIRE_TIMEOUT_MS);
       pool.connect().then(
         (client) => {
@@ -174,9 +181,9 @@ export class DatabaseService implements OnApplicationShutdown {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
-          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
-          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), true);
-          reject(err);
+          const typed = toDatabaseError(err);
+          this.metrics.acquireEnd(what, acquireOutcome(typed), seconds(), true);
+          reject(typed);
         },
       );
     });
@@ -285,9 +292,9 @@ export class DatabaseService implements OnApplicationShutdown {
           signal?.removeEventListener('abort', onAbort);
           if (settled) return;
           settled = true;
-          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
-          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), legacy);
-          reject(err);
+          const typed = toDatabaseError(err);
+          this.metrics.acquireEnd(what, acquireOutcome(typed), seconds(), legacy);
+          reject(typed);
         },
       );
     });
@@ -302,6 +309,11 @@ export class DatabaseService implements OnApplicationShutdown {
       for (const c of clients) c.release();
     });
   }
+}
+
+/** A checkout that ran out of time (pg-pool's wait, or a lock wait while connecting) is a `timeout`. */
+function acquireOutcome(typed: unknown): 'timeout' | 'error' {
+  return typed instanceof PoolTimeoutError || typed instanceof LockTimedOutError ? 'timeout' : 'error';
 }
 
 function raceTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {

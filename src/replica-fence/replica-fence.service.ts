@@ -71,7 +71,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
    * after the migration decision. Failures are logged; the fence stays closed.
    */
   async spawn(): Promise<boolean> {
-    const hasReader = this.db.readerPool !== undefined;
+    const hasReader = this.db.hasReader;
     const warning = readBudgetWarning(this.config.replica.readMaxAgeMs, this.config.replica.probeIntervalMs, hasReader);
     if (warning) this.logger.warn(warning);
     this.startSampler();
@@ -137,7 +137,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
 
   /** Publishes the fence gauges (and pool gauges) now. */
   sample(): void {
-    const hasReader = this.db.readerPool !== undefined;
+    const hasReader = this.db.hasReader;
     this.metrics.publishPools(this.db.poolSamples());
     this.metrics.publishWaiters(hasReader);
     if (!hasReader) return;
