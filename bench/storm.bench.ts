@@ -22,8 +22,8 @@
  * Baselines, in the same run:
  * - within each variant, the publisher's `OK` p99 before the storm is the baseline for its p99
  *   during the storm (and the pre-storm event-loop delay for the storm's);
- * - variant `spill` repeats the storm on a fresh pair with `BUZZ_BENCH_SPILL_HISTORY=1` (the
- *   bench-only switch: no history-read gate, reads that miss the reader's budget go to the
+ * - variant `spill` repeats the storm on a fresh pair against bench/lib/spill-relay.ts (the
+ *   bench-only relay entry: no history-read gate, reads that miss the reader's budget go to the
  *   writer), the "no shedding" relay the issue compares against. `--variants relay` skips it.
  *
  *   npm run bench:storm -- [--clients 1000] [--variants relay,spill] [--seed 6000]
@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
 import type { PublisherWorkerData, PublishRecordAbs } from './lib/storm-publisher.worker.js';
-import { logLine, quietPool, round, runBench, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { logLine, quietPool, RELAY_ENTRY, round, runBench, SPILL_RELAY_ENTRY, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
 import { fastSigner, type FastSigner } from './lib/fast-sign.js';
 import { cpuSince, sampleCpu } from './lib/cpu-usage.js';
 import { metricsText } from './lib/pod-metrics.js';
@@ -73,7 +73,7 @@ const RSS_EVERY_MS = 100;
 /** Relay environment per variant (on top of the bench's own BUZZ_* variables). */
 const VARIANTS: Record<string, Record<string, string>> = {
   relay: {},
-  spill: { BUZZ_BENCH_SPILL_HISTORY: '1' },
+  spill: {},
 };
 
 /** Runs fn with `vars` added to process.env (bench-env passes BUZZ_* on to the relay); the bench's own settings win. */
@@ -194,7 +194,7 @@ const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
 async function runVariant(name: string): Promise<Record<string, unknown>> {
   const relayEnv: Record<string, string> = { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', ...VARIANTS[name] };
   if (CLIENTS + 64 > 10_000) relayEnv.BUZZ_MAX_CONNECTIONS = String(CLIENTS + 64);
-  const env = await withEnv(relayEnv, startBenchEnv);
+  const env = await withEnv(relayEnv, () => startBenchEnv(logLine, name === 'spill' ? SPILL_RELAY_ENTRY : RELAY_ENTRY));
   try {
     await seedHistory(env);
     const signers = Array.from({ length: CLIENTS }, () => fastSigner(randomBytes(32)));
@@ -218,7 +218,7 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
     for (const c of s.clients) c.close();
     return {
       bench: 'storm',
-      variant: name === 'spill' ? 'spill (BUZZ_BENCH_SPILL_HISTORY=1)' : 'relay',
+      variant: name === 'spill' ? 'spill (bench/lib/spill-relay.ts)' : 'relay',
       clients: CLIENTS,
       stored_events: SEED,
       ...clientFigures(s),

@@ -5,6 +5,7 @@
  * with DatabaseModule), migrations
  * before the port opens, and the operator's /metrics listener on its own address.
  */
+import type { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
@@ -30,9 +31,17 @@ function sweepIntervalMs(config: AppConfig): number {
   return Math.max(25, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
 }
 
+/** Builds the Nest application from the relay's root module (NestFactory.create unless a harness replaces it). */
+export type AppFactory = (root: DynamicModule, adapter: FastifyAdapter, options: NestApplicationOptions) => Promise<NestFastifyApplication>;
+
 export interface BootstrapOptions {
   /** Seed a community for config.defaultCommunityHosts (the embedded default does). */
   readonly seedDefaultCommunity: boolean;
+  /**
+   * Test and benchmark harnesses only: build the application another way, e.g. a testing module
+   * with a provider overridden (bench/lib/spill-relay.ts). The relay's own entry never sets it.
+   */
+  readonly createApp?: AppFactory;
 }
 
 export interface StartedRelay {
@@ -53,10 +62,8 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: sweepIntervalMs(config) },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    bufferLogs: true,
-    bodyParser: false,
-  });
+  const create: AppFactory = opts.createApp ?? ((root, a, options) => NestFactory.create<NestFastifyApplication>(root, a, options));
+  const app = await create(AppModule.forRoot(config), adapter, { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
   const fastify = app.getHttpAdapter().getInstance();
   // Every body is kept as the exact text received; controllers parse it themselves.
