@@ -19,5 +19,6 @@ describe('WebSocket reasons (relay.md §2.12), one mapper for every handler', ()
   it('an admission lookup says database error even for a deadline, and an EVENT failure is internal', () => {
     expect(closedReason(new QueryTimedOutError('x'), 'admission')).toBe('error: database error');
     expect(okReason(new QueryTimedOutError('x'))).toBe('error: internal server error');
+    expect(okReason(new DatabaseUnavailableError('x'), 'auth_ban_check')).toBe('error: internal error checking restriction state');
   });
 });

@@ -12,6 +12,8 @@ export const QUERY_TIMED_OUT_REASON = 'error: query timed out';
 export const DATABASE_ERROR_REASON = 'error: database error';
 /** An EVENT whose ingest failed for a reason that is not a refusal. */
 export const INTERNAL_ERROR_REASON = 'error: internal server error';
+/** An AUTH whose ban check failed (relay.md §2.5 step 2: fail closed). */
+export const BAN_CHECK_ERROR_REASON = 'error: internal error checking restriction state';
 
 /**
  * The `CLOSED` reason of a REQ or COUNT whose database work failed. `history`: the read that
@@ -23,7 +25,11 @@ export function closedReason(err: unknown, stage: 'history' | 'admission' = 'his
   return stage === 'history' && err instanceof QueryTimedOutError ? QUERY_TIMED_OUT_REASON : DATABASE_ERROR_REASON;
 }
 
-/** The `OK false` reason of an EVENT whose ingest threw (a refusal is a result, not a throw). */
-export function okReason(_err: unknown): string {
-  return INTERNAL_ERROR_REASON;
+/**
+ * The `OK false` reason of an EVENT whose ingest threw (a refusal is a result, not a throw), or
+ * of an AUTH whose ban check failed. Neither depends on the failure's type: both are fixed
+ * strings of relay.md, decided here so no handler writes its own.
+ */
+export function okReason(_err: unknown, during: 'event' | 'auth_ban_check' = 'event'): string {
+  return during === 'event' ? INTERNAL_ERROR_REASON : BAN_CHECK_ERROR_REASON;
 }
