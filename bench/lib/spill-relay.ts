@@ -24,7 +24,8 @@ const spillingApp: AppFactory = async (root, adapter, options) => {
 async function run(): Promise<void> {
   const config = loadConfig(process.env);
   if (!config.database.url) throw new Error('the spill relay needs DATABASE_URL (the bench starts its own pair)');
-  const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity: false, createApp: spillingApp });
+  const seedDefaultCommunity = process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined; // as main.ts does with DATABASE_URL
+  const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity, createApp: spillingApp });
   const log = (m: string) => process.stdout.write(`buzz-relay (spill baseline): ${m}\n`);
   process.once('SIGTERM', () => void gracefulShutdown(app, config, log).finally(() => process.exit(0)));
   const { port } = app.getHttpServer().address() as AddressInfo;
