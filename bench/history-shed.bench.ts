@@ -9,7 +9,7 @@
  *
  * One run measures the writer-only p50/p99 three ways, each against its own idle baseline:
  * idle, under the burst with shedding (the relay as shipped), and under the burst with the old
- * spill behaviour (`BUZZ_BENCH_SPILL_HISTORY=1`, a benchmark-only switch: no gate, and history
+ * spill behaviour (bench/lib/spill-relay.ts, a benchmark-only relay entry: no gate, and history
  * reads that miss the reader's acquire budget move to the writer). Burst clients back off 100 ms
  * after a retryable CLOSED / 503, as real clients do. Each variant gets a fresh Postgres pair.
  *
@@ -20,7 +20,7 @@
 import { parseArgs } from 'node:util';
 import { generateSecretKey } from 'nostr-tools/pure';
 import { BenchConnection } from './lib/bench-connection.js';
-import { logLine, quietPool, round, startBenchEnv, summarize, type BenchEnv, type LatencySummary } from './lib/bench-env.js';
+import { logLine, quietPool, RELAY_ENTRY, round, SPILL_RELAY_ENTRY, startBenchEnv, summarize, type BenchEnv, type LatencySummary } from './lib/bench-env.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -163,11 +163,9 @@ interface Variant {
 }
 
 async function runVariant(spill: boolean): Promise<Variant> {
-  if (spill) process.env.BUZZ_BENCH_SPILL_HISTORY = '1';
-  else delete process.env.BUZZ_BENCH_SPILL_HISTORY;
   process.env.BUZZ_DB_READ_POOL_SIZE ??= '2';
   process.env.BUZZ_REPLICA_READ_MAX_AGE_MS ??= '2000';
-  const env = await startBenchEnv();
+  const env = await startBenchEnv(logLine, spill ? SPILL_RELAY_ENTRY : RELAY_ENTRY);
   try {
     await seed(env);
     logLine(`${spill ? 'spill' : 'shed'}: seeded ${SEED} events; warming up`);
@@ -225,7 +223,7 @@ async function main(): Promise<void> {
   const shed = await runVariant(false);
   console.log(JSON.stringify(line('shed', shed)));
   const spill = await runVariant(true);
-  console.log(JSON.stringify(line('spill (BUZZ_BENCH_SPILL_HISTORY=1)', spill)));
+  console.log(JSON.stringify(line('spill (bench/lib/spill-relay.ts)', spill)));
   console.log(
     JSON.stringify({
       bench: 'history-shed',

@@ -22,8 +22,8 @@
  * Baselines, in the same run:
  * - within each variant, the publisher's `OK` p99 before the storm is the baseline for its p99
  *   during the storm (and the pre-storm event-loop delay for the storm's);
- * - variant `spill` repeats the storm on a fresh pair with `BUZZ_BENCH_SPILL_HISTORY=1` (the
- *   bench-only switch: no history-read gate, reads that miss the reader's budget go to the
+ * - variant `spill` repeats the storm on a fresh pair against bench/lib/spill-relay.ts (the
+ *   bench-only relay entry: no history-read gate, reads that miss the reader's budget go to the
  *   writer). `--variants relay` skips it.
  * - variant `nostream` runs the same storm against nostream (lib/nostream.ts: a checkout named by
  *   NOSTREAM_DIR) on a fresh pair's writer, the relay issue 17's storm-time goal is set against.
@@ -48,7 +48,7 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
 import type { PublisherWorkerData, PublishRecordAbs } from './lib/storm-publisher.worker.js';
-import { logLine, quietPool, round, runBench, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
+import { logLine, quietPool, RELAY_ENTRY, round, runBench, SPILL_RELAY_ENTRY, startBenchEnv, summarize, type BenchEnv } from './lib/bench-env.js';
 import { fastSigner } from './lib/fast-sign.js';
 import { cpuSince, processTree, sampleCpu } from './lib/cpu-usage.js';
 import { metricsText } from './lib/pod-metrics.js';
@@ -89,7 +89,7 @@ const RSS_EVERY_MS = 100;
 /** Relay environment per variant (on top of the bench's own BUZZ_* variables). */
 const VARIANTS: Record<string, Record<string, string>> = {
   relay: {},
-  spill: { BUZZ_BENCH_SPILL_HISTORY: '1' },
+  spill: {},
   nostream: {},
 };
 /** Variants whose server answers NIP-42 and serves the relay's /metrics. */
@@ -224,7 +224,7 @@ async function startVariantEnv(name: string): Promise<BenchEnv> {
   }
   const relayEnv: Record<string, string> = { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', ...VARIANTS[name] };
   if (CLIENTS + 64 > 10_000) relayEnv.BUZZ_MAX_CONNECTIONS = String(CLIENTS + 64);
-  return withEnv(relayEnv, startBenchEnv);
+  return withEnv(relayEnv, () => startBenchEnv(logLine, name === 'spill' ? SPILL_RELAY_ENTRY : RELAY_ENTRY));
 }
 
 async function runVariant(name: string): Promise<Record<string, unknown>> {
@@ -267,7 +267,7 @@ async function runVariant(name: string): Promise<Record<string, unknown>> {
     chartData.set(name, { storm: s, published });
     return {
       bench: 'storm',
-      variant: name === 'spill' ? 'spill (BUZZ_BENCH_SPILL_HISTORY=1)' : name,
+      variant: name === 'spill' ? 'spill (bench/lib/spill-relay.ts)' : name,
       clients: CLIENTS,
       stored_events: SEED,
       clients_process: { nice: CLIENTS_NICE, auth: buzz ? 'NIP-42' : 'none (the relay sends no challenge)' },

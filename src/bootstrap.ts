@@ -1,14 +1,15 @@
 /**
  * Builds and starts the relay for a given configuration: Fastify with raw-text
  * bodies (NIP-98 hashes the exact bytes) and request/header/idle timeouts, CORS
- * (BUZZ_CORS_ORIGINS), the ws adapter on the same port, the one HTTP exception filter, pino logs, migrations
+ * (BUZZ_CORS_ORIGINS), the ws adapter on the same port, pino logs (the one HTTP exception filter comes
+ * with DatabaseModule), migrations
  * before the port opens, and the operator's /metrics listener on its own address.
  */
+import type { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger, PinoLogger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-import { DatabaseErrorFilter } from './bridge/database-error.filter.js';
 import { CorsPolicy } from './common/cors-policy.js';
 import { installHttpObserver } from './common/http-observer.js';
 import { AppConfig } from './config/app-config.js';
@@ -30,9 +31,17 @@ function sweepIntervalMs(config: AppConfig): number {
   return Math.max(25, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
 }
 
+/** Builds the Nest application from the relay's root module (NestFactory.create unless a harness replaces it). */
+export type AppFactory = (root: DynamicModule, adapter: FastifyAdapter, options: NestApplicationOptions) => Promise<NestFastifyApplication>;
+
 export interface BootstrapOptions {
   /** Seed a community for config.defaultCommunityHosts (the embedded default does). */
   readonly seedDefaultCommunity: boolean;
+  /**
+   * Test and benchmark harnesses only: build the application another way, e.g. a testing module
+   * with a provider overridden (bench/lib/spill-relay.ts). The relay's own entry never sets it.
+   */
+  readonly createApp?: AppFactory;
 }
 
 export interface StartedRelay {
@@ -53,10 +62,8 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: sweepIntervalMs(config) },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    bufferLogs: true,
-    bodyParser: false,
-  });
+  const create: AppFactory = opts.createApp ?? ((root, a, options) => NestFactory.create<NestFastifyApplication>(root, a, options));
+  const app = await create(AppModule.forRoot(config), adapter, { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
   // NestFactory.create leaves the start-up buffer attached after useLogger: without this flush
   // every `new Logger(…)` line (warnings and errors included) would be kept in memory, unprinted.
@@ -69,7 +76,6 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   const cors = new CorsPolicy(config.corsOrigins);
   app.enableCors(cors.options());
   app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes, cors));
-  app.useGlobalFilters(new DatabaseErrorFilter());
   // Runs the bootstrap hooks: the database layer connects, migrates and starts the fence here.
   await app.init();
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {

@@ -42,7 +42,6 @@ export function relayDatabaseModules(config: AppConfig): DynamicModule[] {
       readMaxAgeMs: config.replica.readMaxAgeMs,
       writerReadCap: config.database.writerReadCap,
       clientReadTimeoutMs: config.database.clientReadTimeoutMs,
-      spillHistory: config.bench.spillHistory,
     }),
   ];
 }

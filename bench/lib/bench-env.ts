@@ -19,6 +19,12 @@ import { migrateToLatest } from '../../src/database/migrator.js';
 
 /** dist/bench/lib -> dist/src/main.js (the bench runs from the compiled tree). */
 export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js');
+/**
+ * dist/bench/lib/spill-relay.js: the relay with seed 000 off (history reads spill onto the writer),
+ * the baseline of the storm and history-shed benches' `spill` variants. Bench-only: no relay
+ * configuration can do this.
+ */
+export const SPILL_RELAY_ENTRY = path.resolve(import.meta.dirname, 'spill-relay.js');
 /** Generous: on a saturated shared machine the relay took more than 30 s to listen. */
 const RELAY_START_TIMEOUT_MS = 120_000;
 const RELAY_STOP_TIMEOUT_MS = 10_000;
@@ -63,15 +69,16 @@ export interface BenchEnv {
   stop(): Promise<void>;
 }
 
-export async function startBenchEnv(log: (msg: string) => void = logLine): Promise<BenchEnv> {
-  if (!existsSync(RELAY_ENTRY)) throw new Error(`${RELAY_ENTRY} is missing: run \`npm run build\` first`);
+/** `entry`: the relay's entry point (RELAY_ENTRY, or SPILL_RELAY_ENTRY for a spill baseline). */
+export async function startBenchEnv(log: (msg: string) => void = logLine, entry = RELAY_ENTRY): Promise<BenchEnv> {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const started = Date.now();
   const cluster = await PgCluster.start({ persistent: false, withReplica: true });
   let relay: RelayChild | undefined;
   try {
     const { writerUrl, readerUrl } = await cluster.createDatabase(RELAY_DATABASE);
     await cluster.waitForDatabaseOnReplica(RELAY_DATABASE);
-    relay = await spawnRelay({ DATABASE_URL: writerUrl, READ_DATABASE_URL: readerUrl ?? '' });
+    relay = await spawnRelay({ DATABASE_URL: writerUrl, READ_DATABASE_URL: readerUrl ?? '' }, entry);
     log(`postgres pair + relay ${relay.url} (pid ${relay.child.pid}) ready in ${Date.now() - started} ms`);
     const ready = relay;
     return envOf(cluster, writerUrl, readerUrl ?? writerUrl, ready, async () => {
@@ -165,11 +172,11 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
   };
 }
 
-export async function spawnRelay(databaseEnv: Record<string, string>): Promise<RelayChild> {
+export async function spawnRelay(databaseEnv: Record<string, string>, entry = RELAY_ENTRY): Promise<RelayChild> {
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   // The relay runs with the flags it ships with (package.json `start`, the Dockerfile); later flags win.
   const nodeArgs = ['--max-semi-space-size=16', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const relay = await spawnChild(process.execPath, ['--enable-source-maps', ...nodeArgs, RELAY_ENTRY], { env: relayEnv(databaseEnv) }, async (child, output) => {
+  const relay = await spawnChild(process.execPath, ['--enable-source-maps', ...nodeArgs, entry], { env: relayEnv(databaseEnv) }, async (child, output) => {
     const port = await listeningPort(child, output);
     return `ws://localhost:${port}`;
   });

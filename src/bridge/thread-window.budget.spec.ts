@@ -1,8 +1,8 @@
+import { Logger } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
-import { HistoryReadRejected } from '../routing/routed-read.types.js';
+import { DatabaseErrorFilter } from '../database/database-error.filter.js';
+import { HistoryReadRejectedError, OwnWordingFailure, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
 import {
-  InternalThreadWindowError,
-  mapThreadWindowError,
   MAX_AUX_QUERIES,
   MAX_SCANNED_BYTES,
   MAX_SCANNED_ROWS,
@@ -18,32 +18,35 @@ function pgError(code: string, message = 'pg'): Error {
   return Object.assign(new Error(message), { code });
 }
 
-describe('thread window error mapping', () => {
+/** What the one HTTP filter answers for a thread window that failed with `cause` (typed at the boundary). */
+function answer(cause: unknown): [number, Record<string, unknown>] {
+  return new DatabaseErrorFilter().answer(new OwnWordingFailure(toDatabaseError(cause), { timedOut: THREAD_TIMEOUT_MESSAGE }));
+}
+
+describe('thread window answers (relay.md §3.6b), decided by the one filter', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
+
   it.each([
     ['a statement timeout (57014, replica or writer)', pgError('57014', 'canceling statement due to statement timeout')],
     ['a lock timeout (55P03)', pgError('55P03', 'canceling statement due to lock timeout')],
     ['a pool acquire timeout', new Error('timeout exceeded when trying to connect')],
-    ['a history read shed by the cap', new HistoryReadRejected('history_read_cap')],
-    ['a history read shed on a saturated reader', new HistoryReadRejected('reader_acquire_timeout')],
+    ['a history read shed by the cap', new HistoryReadRejectedError('history_read_cap')],
+    ['a history read shed on a saturated reader', new HistoryReadRejectedError('reader_acquire_timeout')],
+    ['a writer read refused at the writer-read cap', new WriterReadRejectedError()],
     ['the request deadline', new ThreadWindowDeadlineExceeded('x')],
   ])('answers %s with 503 "thread database timeout; retry window"', (_name, err) => {
-    const mapped = mapThreadWindowError(err);
-    expect(mapped).toBeInstanceOf(HttpError);
-    expect(mapped).toMatchObject({ status: 503, message: THREAD_TIMEOUT_MESSAGE });
+    expect(answer(err)).toEqual([503, { error: THREAD_TIMEOUT_MESSAGE }]);
   });
 
   it('answers a spent scan budget with its own 503', () => {
-    expect(mapThreadWindowError(new ThreadWindowBudgetExceeded('x'))).toMatchObject({ status: 503, message: THREAD_BUDGET_MESSAGE });
+    expect(answer(new ThreadWindowBudgetExceeded('x'))).toEqual([503, { error: THREAD_BUDGET_MESSAGE }]);
   });
 
-  it('passes HTTP errors through and keeps everything else a 500 the shared mapper cannot reclassify', () => {
-    const http = new HttpError(503, 'thread authorization changed; retry query');
-    expect(mapThreadWindowError(http)).toBe(http);
+  it('passes relay-decided HTTP errors through and keeps everything else a 500, an unavailable database included', () => {
+    expect(answer(new HttpError(503, 'thread authorization changed; retry query'))).toEqual([503, { error: 'thread authorization changed; retry query' }]);
     for (const err of [pgError('ECONNRESET', 'Connection terminated unexpectedly'), pgError('42P01'), new Error('boom')]) {
-      const mapped = mapThreadWindowError(err) as InternalThreadWindowError;
-      expect(mapped).toBeInstanceOf(InternalThreadWindowError);
-      expect(mapped.message).toBe('thread window failed');
-      expect(mapped.cause).toBe(err);
+      expect(answer(err)).toEqual([500, { error: 'internal server error' }]);
     }
   });
 });

@@ -1,6 +1,6 @@
 /**
- * The NIP-CW thread window's limits (relay.md §3.6b, database.md §2.8) and its own error strings,
- * which the shared bridge mapper does not replace:
+ * The NIP-CW thread window's limits (relay.md §3.6b, database.md §2.8) and its own error strings
+ * (the one HTTP filter answers a thread window's failures in these words: OwnWordingFailure):
  *
  * - one 8 s deadline for the whole request; each statement runs under a transaction-local
  *   `statement_timeout` of min(4 s, time left) and `lock_timeout` 1 s;
@@ -9,7 +9,7 @@
  * - an 8 MiB budget for the serialised response.
  */
 import { HttpError } from '../common/http-error.js';
-import { isPoolTimeout } from '../database/pools.js';
+import { QueryTimedOutError } from '../database/database-errors.js';
 
 export const THREAD_WINDOW_DEADLINE_MS = 8000;
 export const THREAD_WINDOW_STATEMENT_MS = 4000;
@@ -24,14 +24,18 @@ export const THREAD_BUDGET_MESSAGE = 'thread window scan budget exceeded; reduce
 export const THREAD_BYTES_MESSAGE = 'thread window exceeds response byte budget';
 export const THREAD_AUTH_CHANGED_MESSAGE = 'thread authorization changed; retry query';
 
-/** The request ran out of its 8 s before a statement could start. */
-export class ThreadWindowDeadlineExceeded extends Error {
-  override readonly name = 'ThreadWindowDeadlineExceeded';
-}
+/**
+ * The request ran out of its 8 s before a statement could start: a deadline like a statement's
+ * own, so a replica read surfaces it rather than re-running it on the writer (seed 002).
+ */
+export class ThreadWindowDeadlineExceeded extends QueryTimedOutError {}
 
-/** The request's scan budget is spent; surfaced, never retried on another pool. */
-export class ThreadWindowBudgetExceeded extends Error {
-  override readonly name = 'ThreadWindowBudgetExceeded';
+/** The request's scan budget is spent: its own 503, surfaced, never retried on another pool. */
+export class ThreadWindowBudgetExceeded extends HttpError {
+  constructor(readonly detail: string) {
+    super(503, THREAD_BUDGET_MESSAGE);
+    this.name = 'ThreadWindowBudgetExceeded';
+  }
 }
 
 export class RequestDeadline {
@@ -68,34 +72,5 @@ export class ScanBudget {
     this.bytes += bytes;
     if (this.rows > MAX_SCANNED_ROWS) throw new ThreadWindowBudgetExceeded(`more than ${MAX_SCANNED_ROWS} rows scanned`);
     if (this.bytes > MAX_SCANNED_BYTES) throw new ThreadWindowBudgetExceeded(`more than ${MAX_SCANNED_BYTES} bytes scanned`);
-  }
-}
-
-/**
- * The thread window's own mapping: a pool acquire timeout (including a history read shed by the
- * cap or on a saturated reader), SQLSTATE 57014 (a replica one included: surfaced, never re-run on
- * the writer) or 55P03, and the request deadline are 503 `thread database timeout; retry window`;
- * a spent scan budget is its own 503; HTTP errors pass through; anything else stays a 500.
- */
-export function mapThreadWindowError(err: unknown): unknown {
-  if (err instanceof HttpError) return err;
-  if (err instanceof ThreadWindowBudgetExceeded) return new HttpError(503, THREAD_BUDGET_MESSAGE);
-  const code = (err as { code?: unknown } | null)?.code;
-  const timedOut =
-    err instanceof ThreadWindowDeadlineExceeded || code === '57014' || code === '55P03' || isPoolTimeout(err) || (err as { name?: unknown } | null)?.name === 'PoolTimeoutError';
-  if (timedOut) return new HttpError(503, THREAD_TIMEOUT_MESSAGE);
-  return new InternalThreadWindowError(err);
-}
-
-/**
- * Any other failure: a 500. Wrapped so the shared mapper cannot turn, say, a socket failure into
- * its own 503 `database unavailable` (its message is fixed for the same reason: the mapper
- * matches driver texts); the cause is kept for the caller's log line.
- */
-export class InternalThreadWindowError extends Error {
-  override readonly name = 'InternalThreadWindowError';
-
-  constructor(override readonly cause: unknown) {
-    super('thread window failed');
   }
 }

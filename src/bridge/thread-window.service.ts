@@ -6,19 +6,21 @@
  * For the whole request: the windows' authorization is read on the writer before they run and
  * again after (a change is a 503, so a window never shows rows of a channel the reader just
  * lost), one 8 s deadline and one scan budget cover every statement, and the response must fit
- * in 8 MiB. Failures keep this path's own strings (thread-window.budget.ts).
+ * in 8 MiB. Failures keep this path's own strings (thread-window.budget.ts): they leave wrapped
+ * in an OwnWordingFailure, and the one HTTP filter answers them in those words.
  *
- * Routing: one route decision per window (`thread_window_cursor`: covered by the cursor;
+ * Routing: one RoutedReader session per window (`thread_window_cursor`: covered by the cursor;
  * `thread_window_head`: bounded), page and aux closure on one proved snapshot. A root missing on
  * the replica (`writer/missing_root`), or any other replica error (`writer/replica_error`), re-runs
  * on the writer; a replica statement or lock timeout is surfaced, never re-run.
  */
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { RelaySigner } from '../common/relay-signer.js';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { LockTimedOutError, OwnWordingFailure } from '../database/database-errors.js';
 import { DB } from '../database/database.types.js';
 import { withStatementDeadline } from '../database/statement-deadline.js';
 import { ReadScope } from '../events/read-scope.js';
@@ -26,19 +28,17 @@ import { eventVisibleToReader } from '../events/visibility.js';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { histogram } from '../metrics/metric-factory.js';
-import { ReadSession } from '../routing/read-session.js';
 import { fromChannelCursor } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS, ThreadParams, ThreadWindowRequest } from './bridge-params.js';
 import type { BridgeReader } from './bridge-query.service.js';
 import {
-  InternalThreadWindowError,
-  mapThreadWindowError,
   MAX_RESPONSE_BYTES,
   RequestDeadline,
   ScanBudget,
   THREAD_AUTH_CHANGED_MESSAGE,
   THREAD_BYTES_MESSAGE,
+  THREAD_TIMEOUT_MESSAGE,
   THREAD_WINDOW_LOCK_TIMEOUT_MS,
 } from './thread-window.budget.js';
 import { ScannedRows, ThreadWindowQuery, ThreadWindowRepository, WindowCursor } from './thread-window.repository.js';
@@ -62,7 +62,6 @@ interface OpenedPage {
 
 @Injectable()
 export class ThreadWindowService {
-  private readonly logger = new Logger('ThreadWindow');
   private readonly responseBytes = histogram({
     name: 'buzz_thread_window_response_bytes',
     help: 'Serialised bytes of the thread-window output of one /query request',
@@ -82,9 +81,7 @@ export class ThreadWindowService {
     try {
       return await this.serveAll(reader, jobs);
     } catch (err) {
-      const mapped = mapThreadWindowError(err);
-      if (mapped instanceof InternalThreadWindowError) this.logger.error({ err }, 'thread window failed');
-      throw mapped;
+      throw new OwnWordingFailure(err, { timedOut: THREAD_TIMEOUT_MESSAGE });
     }
   }
 
@@ -164,46 +161,31 @@ export class ThreadWindowService {
       return page;
     };
     if (filter.extensions.consistency === 'strong') {
-      const run = this.writer('authorization');
+      const run: Runner = (work) => this.routed.writerRead('authorization', work);
       return { page: charged(await run(load)), run, release: () => undefined };
     }
-    const path = q.cursor ? 'thread_window_cursor' : 'thread_window_head';
-    return datastoreSpan(this.metrics, 'get_thread_window', async () => {
-      const writer = this.writer('subscription_history');
-      const onWriter = async (): Promise<OpenedPage> => ({ page: charged(await writer(load)), run: writer, release: () => undefined });
-      const author = q.cursor ? undefined : { communityId: reader.communityId, pubkey: reader.pubkey };
-      const decision = await this.routed.route({ path, predicate: fromChannelCursor(q.channelId, q.cursor?.createdAt), author });
-      if (decision.target === 'writer') return onWriter();
-      const { tx } = decision;
-      let page: ScannedRows | undefined;
-      try {
-        page = await load(tx.db);
-      } catch (err) {
-        tx.release(true);
-        if (surfaced(err)) {
-          this.metrics.recordRoute(path, { decision: 'replica', reason: 'statement_cancelled' });
-          throw err;
-        }
-        this.logger.warn({ path, err }, 'replica read failed; re-running on writer');
-        this.metrics.recordRoute(path, { decision: 'writer', reason: 'replica_error' });
-        return onWriter();
-      }
-      if (page === undefined) {
+    const { page, session } = await this.routed.session(
+      {
+        path: q.cursor ? 'thread_window_cursor' : 'thread_window_head',
+        predicate: fromChannelCursor(q.channelId, q.cursor?.createdAt),
+        author: q.cursor ? undefined : { communityId: reader.communityId, pubkey: reader.pubkey },
+        span: 'get_thread_window',
+      },
+      load,
+      {
+        // §3.6b: a replica lock timeout is answered like a deadline, never re-run on the writer.
+        surface: (err) => err instanceof LockTimedOutError,
         // A late-authored root is not covered by the reply cursor: ask the writer.
-        tx.release();
-        this.metrics.recordRoute(path, { decision: 'writer', reason: 'missing_root' });
-        return onWriter();
-      }
-      this.metrics.recordRoute(path, { decision: 'replica', reason: decision.verdict });
-      try {
-        charged(page);
-      } catch (err) {
-        tx.release(); // a spent budget is surfaced, and the snapshot is not needed any more
-        throw err;
-      }
-      const session = new ReadSession(tx, writer, this.metrics, this.logger);
-      return { page, run: (work) => session.run(work), release: () => session.release() };
-    });
+        redo: (rows) => (rows === undefined ? 'missing_root' : undefined),
+      },
+    );
+    try {
+      charged(page);
+    } catch (err) {
+      session.release(); // a spent budget is surfaced, and the snapshot is not needed any more
+      throw err;
+    }
+    return { page, run: (work) => session.run(work), release: () => session.release() };
   }
 
   /** First hop: reactions, deletions and edits of the targets; second hop: deletions of those. */
@@ -252,9 +234,6 @@ export class ThreadWindowService {
     });
   }
 
-  private writer(operation: 'authorization' | 'subscription_history'): Runner {
-    return (work) => this.routed.writerRead(operation, work);
-  }
 }
 
 /**
@@ -267,10 +246,4 @@ function bounded<T>(db: Kysely<DB>, ms: number, fn: (tx: Kysely<DB>) => Promise<
     await sql`select set_config('lock_timeout', ${String(THREAD_WINDOW_LOCK_TIMEOUT_MS)}, true)`.execute(tx);
     return fn(tx);
   });
-}
-
-/** Replica statement or lock timeouts, and the request deadline, are answered, never re-run on the writer. */
-function surfaced(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '57014' || code === '55P03' || (err as Error)?.name === 'ThreadWindowDeadlineExceeded';
 }

@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BaseLogger } from 'pino';
 import type { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { normalizeHost } from '../tenancy/host.js';
-import { requestAnnotations } from './request-annotations.js';
+import { markObserved, requestAnnotations } from './request-annotations.js';
 
 const BRIDGE_ROUTES = new Set(['/events', '/query', '/count']);
 /** Liveness and readiness under every name they answer to, the spec's `/health` among them. */
@@ -70,6 +70,7 @@ export function skippedByMetrics(route: string): boolean {
 export function installHttpObserver(fastify: FastifyInstance, log: BaseLogger, metrics: RelayMetrics): void {
   const callers = new CallerLabels();
   fastify.addHook('onRequest', (req, _reply, done) => {
+    markObserved(req);
     const span = tracer.startSpan('http.request', { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } });
     spans.set(req, span);
     // The rest of the request, its body read and handler included, runs in the span's context.

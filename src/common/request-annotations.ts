@@ -18,6 +18,16 @@ export interface RequestAnnotations {
 }
 
 const annotations = new WeakMap<object, RequestAnnotations>();
+const observed = new WeakSet<object>();
+
+/** Marks a request whose one log line the relay's HTTP observer writes (it then carries the annotations). */
+export function markObserved(req: FastifyRequest): void {
+  observed.add(req);
+}
+
+export function isObserved(req: FastifyRequest): boolean {
+  return observed.has(req);
+}
 
 export function annotateRequest(req: FastifyRequest, fields: RequestAnnotations): void {
   annotations.set(req, { ...annotations.get(req), ...fields });

@@ -40,16 +40,6 @@ export interface ReplicaConfig {
   readonly probeIntervalMs: number;
 }
 
-/** Benchmark-only switches. Never set them in production. */
-export interface BenchSwitches {
-  /**
-   * `BUZZ_BENCH_SPILL_HISTORY` (default false): restore the pre-seed-000 behaviour for
-   * bench/history-shed.bench.ts's comparison run: no history-read gate, and history reads that
-   * miss a saturated reader fall back to the writer instead of being shed.
-   */
-  readonly spillHistory: boolean;
-}
-
 export interface RelayLimits {
   readonly maxConnections: number;
   readonly maxConcurrentHandlers: number;
@@ -165,7 +155,6 @@ export interface AppConfig {
   readonly tracing: TracingConfig;
   readonly database: DatabaseConfig;
   readonly replica: ReplicaConfig;
-  readonly bench: BenchSwitches;
   readonly limits: RelayLimits;
   readonly rateLimits: RateLimitConfig;
   readonly scaleOut: ScaleOutConfig;
@@ -287,7 +276,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       readMaxAgeMs: Math.min(r.int('BUZZ_REPLICA_READ_MAX_AGE_MS', 0, 0, Number.MAX_SAFE_INTEGER, 'must be a non-negative integer'), READ_MAX_AGE_CLAMP_MS),
       probeIntervalMs: r.int('BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS', 500, 300, 10_000),
     },
-    bench: { spillHistory: r.bool('BUZZ_BENCH_SPILL_HISTORY', false) },
     limits: {
       maxConnections: r.int('BUZZ_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
       maxConcurrentHandlers: r.int('BUZZ_MAX_CONCURRENT_HANDLERS', 1024, 1, 1_000_000),

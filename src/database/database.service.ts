@@ -10,14 +10,13 @@ import { migrateToLatest } from './migrator.js';
 import { ensureFuturePartitions } from './partition-manager.js';
 import { ConnectionSteps } from './connection-steps.js';
 import { kyselyOn } from './kysely-on-client.js';
-import { classifyDbError } from './pg-errors.js';
+import { DatabaseUnavailableError, LockTimedOutError, PoolTimeoutError, toDatabaseError } from './database-errors.js';
 import {
   ACQUIRE_TIMEOUT_MESSAGE,
   createReaderPool,
   createWriterPool,
   endPool,
   isDialFailure,
-  isPoolTimeout,
   READER_ACQUIRE_TIMEOUT_MS,
   WRITER_POOL_MIN,
 } from './pools.js';
@@ -28,7 +27,8 @@ export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Owns the writer and reader pools and their Kysely handles. It starts on Nest's
+ * Owns the writer and reader pools and the writer's Kysely handle (the reader is RoutedReader's
+ * alone). It starts on Nest's
  * `onApplicationBootstrap`: the writer is connected eagerly (start-up fails without it),
  * migrations and partition maintenance run when the options ask for them, and the reader is lazy
  * (a boot ping only logs, so a replica that is down never blocks start-up). Its timers stop at
@@ -39,9 +39,12 @@ export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 export class DatabaseService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Database');
   readonly writerPool: Pool;
-  readonly readerPool: Pool | undefined;
+  /**
+   * The reader pool is nobody else's: a replica read goes through RoutedReader, which proves the
+   * session's freshness first (issue 19). Tests reach it through test/harness/reader-pool.ts.
+   */
+  private readonly readerPool: Pool | undefined;
   readonly writer: Kysely<DB>;
-  readonly reader: Kysely<DB> | undefined;
   private readerState: ReaderState;
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
@@ -67,7 +70,6 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     this.writerPool = createWriterPool(this.settings, options.writerUrl, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
     this.readerPool = options.readerUrl ? createReaderPool(this.settings, options.readerUrl, this.onPoolError) : undefined;
-    this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
   }
 
@@ -128,6 +130,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
+  /** Whether a reader pool is configured (READ_DATABASE_URL). */
+  get hasReader(): boolean {
+    return this.readerPool !== undefined;
+  }
+
   getReaderState(): ReaderState {
     return this.readerState;
   }
@@ -143,7 +150,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
 
   /**
    * Runs `work` on one instrumented writer checkout and releases it; a connection the server or
-   * the network broke is discarded rather than pooled.
+   * the network broke is discarded rather than pooled. Its failures leave typed (database-errors.ts).
    */
   async withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const client = await this.acquireWriter(operation, signal);
@@ -152,8 +159,9 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
       client.release();
       return result;
     } catch (err) {
-      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
-      throw err;
+      const typed = toDatabaseError(err);
+      client.release(typed instanceof DatabaseUnavailableError ? typed : undefined);
+      throw typed;
     }
   }
 
@@ -175,7 +183,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
       const timer = setTimeout(() => {
         settled = true;
         this.metrics.acquireEnd(what, 'timeout', seconds(), true);
-        reject(new Error(ACQUIRE_TIMEOUT_MESSAGE));
+        reject(new PoolTimeoutError(ACQUIRE_TIMEOUT_MESSAGE));
       }, READER_ACQUIRE_TIMEOUT_MS);
       pool.connect().then(
         (client) => {
@@ -191,9 +199,9 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
           if (settled) return;
           settled = true;
           clearTimeout(timer);
-          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
-          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), true);
-          reject(err);
+          const typed = toDatabaseError(err);
+          this.metrics.acquireEnd(what, acquireOutcome(typed), seconds(), true);
+          reject(typed);
         },
       );
     });
@@ -302,9 +310,9 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
           signal?.removeEventListener('abort', onAbort);
           if (settled) return;
           settled = true;
-          const timeout = isPoolTimeout(err) || (err as { code?: string }).code === '55P03';
-          this.metrics.acquireEnd(what, timeout ? 'timeout' : 'error', seconds(), legacy);
-          reject(err);
+          const typed = toDatabaseError(err);
+          this.metrics.acquireEnd(what, acquireOutcome(typed), seconds(), legacy);
+          reject(typed);
         },
       );
     });
@@ -319,6 +327,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
       for (const c of clients) c.release();
     });
   }
+}
+
+/** A checkout that ran out of time (pg-pool's wait, or a lock wait while connecting) is a `timeout`. */
+function acquireOutcome(typed: unknown): 'timeout' | 'error' {
+  return typed instanceof PoolTimeoutError || typed instanceof LockTimedOutError ? 'timeout' : 'error';
 }
 
 function raceTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {

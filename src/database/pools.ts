@@ -122,12 +122,6 @@ export function isDialFailure(err: unknown): boolean {
   return !(typeof msg === 'string' && msg.includes(ACQUIRE_TIMEOUT_MESSAGE));
 }
 
-/** pg-pool's own acquire-timeout error (no SQLSTATE). */
-export function isPoolTimeout(err: unknown): boolean {
-  const msg = (err as { message?: unknown } | null)?.message;
-  return typeof msg === 'string' && (msg.includes('timeout exceeded when trying to connect') || msg.includes('Connection terminated due to connection timeout'));
-}
-
 /**
  * A pool without an 'error' listener crashes the process when its server restarts. Clients
  * need one too: pg-pool removes its idle listener while a client is checked out, and a server

@@ -16,7 +16,7 @@ import { DB } from '../database/database.types.js';
 import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { forQuery } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
-import { HistoryReadRejected, WriterReadRejected } from '../routing/routed-read.types.js';
+import { HistoryReadRejectedError, WriterReadRejectedError } from '../database/database-errors.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric, EventReadRepository } from './event-read.repository.js';
 import { effectiveLimit, matchesNothing, matchFilter } from './filter.js';
@@ -42,7 +42,7 @@ export interface HistoryContext {
 
 @Injectable()
 export class EventQueryService {
-  private readonly flights = new HistoryFlights((err) => err instanceof HistoryReadRejected || err instanceof WriterReadRejected);
+  private readonly flights = new HistoryFlights((err) => err instanceof HistoryReadRejectedError || err instanceof WriterReadRejectedError);
 
   constructor(
     private readonly routed: RoutedReader,

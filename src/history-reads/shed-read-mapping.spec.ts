@@ -3,9 +3,9 @@
  * like an unavailable database, retryable on both transports, never as the terminal timeout.
  */
 import { ArgumentsHost, Logger } from '@nestjs/common';
-import { DatabaseErrorFilter } from '../bridge/database-error.filter.js';
-import { closedReasonFor } from '../database/pg-errors.js';
-import { HistoryReadRejected } from '../routing/routed-read.types.js';
+import { DatabaseErrorFilter } from '../database/database-error.filter.js';
+import { HistoryReadRejectedError, toDatabaseError } from '../database/database-errors.js';
+import { closedReason } from '../subscriptions/ws-reasons.js';
 
 function http(exception: unknown): [number, unknown] {
   const out: [number, unknown] = [0, undefined];
@@ -14,7 +14,7 @@ function http(exception: unknown): [number, unknown] {
     header: () => reply,
     send: (b: string) => ((out[1] = JSON.parse(b)), reply),
   };
-  new DatabaseErrorFilter().catch(exception, { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost);
+  new DatabaseErrorFilter().catch(toDatabaseError(exception), { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost);
   return out;
 }
 
@@ -23,8 +23,8 @@ describe('unavailable_database_maps_to_retryable_503', () => {
   afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
 
   const unavailable: Array<[string, unknown]> = [
-    ['history read shed by the cap', new HistoryReadRejected('history_read_cap')],
-    ['history read shed on a saturated reader', new HistoryReadRejected('reader_acquire_timeout')],
+    ['history read shed by the cap', new HistoryReadRejectedError('history_read_cap')],
+    ['history read shed on a saturated reader', new HistoryReadRejectedError('reader_acquire_timeout')],
     ['pool timeout', new Error('timeout exceeded when trying to connect')],
     ['closed pool', new Error('Cannot use a pool after calling end on the pool')],
     ['socket failure', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
@@ -33,7 +33,7 @@ describe('unavailable_database_maps_to_retryable_503', () => {
 
   it.each(unavailable)('%s → 503 database unavailable / CLOSED error: database error', (_what, err) => {
     expect(http(err)).toEqual([503, { error: 'database unavailable' }]);
-    expect(closedReasonFor(err)).toBe('error: database error');
+    expect(closedReason(toDatabaseError(err))).toBe('error: database error');
   });
 
   it('a statement deadline stays the terminal 503, other errors stay 500', () => {

@@ -1,7 +1,7 @@
 /**
  * `buzz-relay/database`: the read path as a library for other Nest services (docs/library.md).
  * The four modules with their options, the RoutedReader and what its reads take and throw, the
- * database error classification and the one HTTP filter, the `buzz_db_*` metric families, and
+ * typed database errors and the one HTTP filter, the `buzz_db_*` metric families, and
  * the schema types. Nothing here reads the relay's configuration or registers a relay metric.
  */
 export { DatabaseModule } from '../database/database.module.js';
@@ -11,8 +11,18 @@ export { DatabaseService } from '../database/database.service.js';
 export type { ReaderState } from '../database/database.service.js';
 export type { DB } from '../database/database.types.js';
 export { migrateToLatest } from '../database/migrator.js';
-export { classifyDbError, closedReasonFor } from '../database/pg-errors.js';
-export type { DbFailure } from '../database/pg-errors.js';
+export {
+  DatabaseError,
+  DatabaseUnavailableError,
+  HistoryReadRejectedError,
+  LockTimedOutError,
+  OwnWordingFailure,
+  PoolTimeoutError,
+  QueryTimedOutError,
+  toDatabaseError,
+  WriterReadRejectedError,
+} from '../database/database-errors.js';
+export type { HistoryRejectReason } from '../database/database-errors.js';
 
 export { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
 export { REPLICA_FENCE_OPTIONS } from '../replica-fence/replica-fence.options.js';
@@ -33,11 +43,13 @@ export { RoutedReader } from '../routing/routed-reader.service.js';
 export type { WriterReadOptions } from '../routing/routed-reader.service.js';
 export { BOUNDED, ChannelScope } from '../routing/route-predicate.js';
 export type { RoutePredicate } from '../routing/route-predicate.js';
-export { HistoryReadRejected, WriterReadRejected } from '../routing/routed-read.types.js';
-export type { ReaderOperation, RouteRequest } from '../routing/routed-read.types.js';
+export type { ReaderOperation, ReplicaPageRules, RouteRequest } from '../routing/routed-read.types.js';
+export { ReadSession } from '../routing/read-session.js';
+export { RoutePaths, UnknownRoutePathError } from '../routing/route-paths.js';
 
 export { DatabaseMetrics, ROUTE_PATHS } from '../metrics/database-metrics.service.js';
-export type { RoutePath, WriterOperation } from '../metrics/database-metrics.service.js';
+export type { RoutePath, RoutePathLabel, WriterOperation } from '../metrics/database-metrics.service.js';
 
-// The one HTTP exception filter (503 `database unavailable` / `query timed out`, JSON bodies).
-export { DatabaseErrorFilter } from '../bridge/database-error.filter.js';
+// The one HTTP exception filter (503 `database unavailable` / `query timed out`, JSON bodies):
+// DatabaseModule binds it as APP_FILTER; exported for an app that binds filters itself.
+export { DatabaseErrorFilter } from '../database/database-error.filter.js';

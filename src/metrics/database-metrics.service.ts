@@ -30,6 +30,8 @@ export const ROUTE_PATHS = [
   'bridge_search_hydrate',
 ] as const;
 export type RoutePath = (typeof ROUTE_PATHS)[number];
+/** A route path label: one of the relay's, or one an importer registered (routing/route-paths.ts). */
+export type RoutePathLabel = RoutePath | (string & Record<never, never>);
 
 /** §2.9: the reason catalogue, per decision. */
 export const WRITER_REASONS = [
@@ -193,12 +195,12 @@ export class DatabaseMetrics implements ConnectionStepSink {
   private readonly inflight = new Map<string, number>();
 
   /** The decision also lands on the read's datastore span, under the metric's label names. */
-  recordRoute(path: RoutePath, event: RouteEvent): void {
+  recordRoute(path: RoutePathLabel, event: RouteEvent): void {
     this.routeDecision.inc({ path, decision: event.decision, reason: event.reason });
     trace.getActiveSpan()?.setAttributes({ path, decision: event.decision, reason: event.reason });
   }
 
-  recordSpill(path: RoutePath, reason: SpillReason): void {
+  recordSpill(path: RoutePathLabel, reason: SpillReason): void {
     this.readerSpill.inc({ path, reason });
     trace.getActiveSpan()?.setAttribute('spill_reason', reason);
   }

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { Span } from '@opentelemetry/api';
 import { Pool, PoolClient } from 'pg';
 import { CREATED_AT_FLOOR_SECS, FENCE_CLOCK_MARGIN_SECS, REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
-import { isPoolTimeout } from '../database/pools.js';
+import { PoolTimeoutError, toDatabaseError } from '../database/database-errors.js';
 import type { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { PROBE_DEADLINE_MS } from './replica-fence.constants.js';
@@ -197,7 +197,7 @@ function classify(err: unknown, timings: ProbeTimings): ProbeError {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : undefined;
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (isPoolTimeout(err)) return new ProbeError('acquire_timeout', message, timings, code);
+  if (toDatabaseError(err) instanceof PoolTimeoutError) return new ProbeError('acquire_timeout', message, timings, code);
   if (code === '55P03') return new ProbeError('lock_timeout', message, timings, code);
   if (code === '57014') return new ProbeError('statement_timeout', message, timings, code);
   if (code === '25P03' || code?.startsWith('08') || /^57P0[1-3]$/.test(code ?? '') || /^E[A-Z]+$/.test(code ?? '') || /Connection terminated|not queryable/.test(message)) {

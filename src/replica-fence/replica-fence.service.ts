@@ -51,7 +51,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
 
   /** Whether this process proves replica freshness at all: a probe asked for and a reader to prove. */
   get probes(): boolean {
-    return this.options.probe && this.db.readerPool !== undefined;
+    return this.options.probe && this.db.hasReader;
   }
 
   getState(): FenceState {
@@ -88,7 +88,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
    */
   async spawn(): Promise<boolean> {
     this.startSampler();
-    if (this.db.readerPool === undefined) {
+    if (!this.db.hasReader) {
       this.logger.log('no reader configured: every routed read is served by the writer');
       return false;
     }
@@ -160,7 +160,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
 
   /** Publishes the fence gauges (and pool gauges) now. */
   sample(): void {
-    const hasReader = this.db.readerPool !== undefined;
+    const hasReader = this.db.hasReader;
     this.metrics.publishPools(this.db.poolSamples());
     this.metrics.publishWaiters(hasReader);
     if (!hasReader) return;

@@ -6,11 +6,12 @@
  */
 import { cancelOnAbort } from '../database/cancel-request.js';
 import { Logger } from '@nestjs/common';
-import { Kysely } from 'kysely';
+import { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { PoolClient } from 'pg';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
-import { isPoolTimeout, READER_STATEMENT_TIMEOUT_MS } from '../database/pools.js';
+import { PoolTimeoutError } from '../database/database-errors.js';
+import { READER_STATEMENT_TIMEOUT_MS } from '../database/pools.js';
 import { namesStatements } from '../database/statement-cache.js';
 import type { HistoryPermit } from '../history-reads/history-read-gate.js';
 import type { ReaderPoolOperation } from '../metrics/database-metrics.service.js';
@@ -25,14 +26,45 @@ export const READER_RELEASE_CHECK_MS = 5000;
 
 export type ProofFailure = 'reader_acquire_timeout' | 'reader_validation_error' | 'reader_token_behind' | 'reader_proof_timeout';
 
+/** Use of a reader transaction (or a ReadSession) after it was released. */
+export class ReadAfterReleaseError extends Error {
+  constructor(what: string) {
+    super(`${what} was used after it was released: its connection, snapshot and history permit are gone; run every query of the read before releasing it`);
+    this.name = 'ReadAfterReleaseError';
+  }
+}
+
+/**
+ * Refuses, at compile time of each query, every query of a handle whose transaction was
+ * released: the connection may already serve someone else's transaction. Plugins run for
+ * builder and `sql` template queries alike.
+ */
+class ReleaseGuard implements KyselyPlugin {
+  constructor(private readonly tx: ReaderTx) {}
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    if (this.tx.isReleased()) throw new ReadAfterReleaseError('a reader transaction');
+    return args.node;
+  }
+
+  transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return Promise.resolve(args.result);
+  }
+}
+
 /**
  * One proved reader transaction. It owns the connection, the proof entry and, for a history
  * read, the history permit (seed 000): releasing it releases all three, so a permit can never
- * outlive the transaction it admitted nor be dropped while the transaction still runs.
+ * outlive the transaction it admitted nor be dropped while the transaction still runs. Its `db`
+ * refuses queries once it is released (ReadAfterReleaseError), and `await using` releases it.
+ * RoutedReader alone opens one; callers see it through a ReadSession.
  */
-export class ReaderTx {
+export class ReaderTx implements AsyncDisposable {
+  /** The transaction's queries; refused after release. */
   readonly db: Kysely<DB>;
   private released = false;
+  /** Settles when the connection is back in the pool (or destroyed). */
+  private returned: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly client: PoolClient,
@@ -40,7 +72,12 @@ export class ReaderTx {
     readonly backend: string,
     private readonly permit?: HistoryPermit,
   ) {
-    this.db = kyselyOn(client);
+    // A plugin on the connection's cached handle: no new dialect or driver per transaction.
+    this.db = kyselyOn(client).withPlugin(new ReleaseGuard(this));
+  }
+
+  isReleased(): boolean {
+    return this.released;
   }
 
   /** See cancelOnAbort: a transaction whose statement was cancelled is released as failed. */
@@ -52,7 +89,7 @@ export class ReaderTx {
    * Rolls back and returns the connection (a failed session's connection is destroyed
    * instead), and releases the history permit. The connection returns asynchronously through
    * the release check, bounded at READER_RELEASE_CHECK_MS; the permit is released at once: the
-   * cap bounds history transactions, not connections (§3.4).
+   * cap bounds history transactions, not connections (§3.4). Idempotent.
    */
   release(failed = false): void {
     if (this.released) return;
@@ -71,10 +108,16 @@ export class ReaderTx {
       () => undefined,
       (err: Error) => err,
     );
-    void Promise.race([rollback, bound]).then((err) => {
+    this.returned = Promise.race([rollback, bound]).then((err) => {
       clearTimeout(timer);
       this.client.release(err);
     });
+  }
+
+  /** `await using`: releases, and resolves once the connection is back in the pool. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.release();
+    return this.returned;
   }
 }
 
@@ -110,7 +153,7 @@ export async function openProvedReader(
   try {
     client = await db.acquireReader(operation);
   } catch (err) {
-    return isPoolTimeout(err) ? 'reader_acquire_timeout' : 'reader_validation_error';
+    return err instanceof PoolTimeoutError ? 'reader_acquire_timeout' : 'reader_validation_error';
   }
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'reader_proof_timeout'>((resolve) => {

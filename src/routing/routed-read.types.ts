@@ -1,4 +1,4 @@
-import type { RoutePath } from '../metrics/database-metrics.service.js';
+import type { RoutePathLabel, WriterReason } from '../metrics/database-metrics.service.js';
 import type { Author } from './recent-writes.js';
 import type { RoutePredicate } from './route-predicate.js';
 import type { ReaderTx } from './reader-tx.js';
@@ -7,7 +7,8 @@ import type { ReaderTx } from './reader-tx.js';
 export type ReaderOperation = 'subscription_history' | 'authorization';
 
 export interface RouteRequest {
-  readonly path: RoutePath;
+  /** A label the RoutePaths registry knows (the relay's eighteen, or one registered at set-up). */
+  readonly path: RoutePathLabel;
   readonly predicate: RoutePredicate;
   /** Defaults to `subscription_history`. */
   readonly operation?: ReaderOperation;
@@ -26,39 +27,25 @@ export interface RouteRequest {
 }
 
 /**
- * The outcome of a route decision. A writer decision is already recorded; a replica decision
- * is recorded by whoever serves the page, so each request records exactly one event.
- * Rejections (seed 000: history cap, saturated reader) are not a variant here on purpose: they
- * are thrown as {@link HistoryReadRejected} out of route(), read() and session(), so the only
- * values a call site can branch on are the two it may serve from; no call site can fall through
- * to the writer on a rejection.
+ * What a caller of RoutedReader.session() may add to the replica page's handling.
+ * - `surface`: replica failures that end the read as they are (recorded `replica/statement_cancelled`),
+ *   never re-run on the writer. A history read always surfaces a QueryTimedOutError (seed 002);
+ *   this adds to it (the thread window: lock timeouts too).
+ * - `redo`: a replica page the writer must serve instead; it returns the writer reason recorded
+ *   (once) for the read, or undefined to serve the page (the thread window: a root the replica
+ *   does not have yet is `missing_root`).
+ */
+export interface ReplicaPageRules<T> {
+  readonly surface?: (err: unknown) => boolean;
+  readonly redo?: (page: T) => WriterReason | undefined;
+}
+
+/**
+ * The outcome of a route decision, internal to RoutedReader. A writer decision is already
+ * recorded; a replica decision is recorded by whoever serves the page, so each request records
+ * exactly one event. Rejections (seed 000: history cap, saturated reader) are not a variant here
+ * on purpose: they are thrown as HistoryReadRejectedError (database/database-errors.ts).
  */
 export type RouteDecision =
   | { readonly target: 'writer' }
   | { readonly target: 'replica'; readonly tx: ReaderTx; readonly verdict: 'covered' | 'fresh' };
-
-/**
- * A shed history read (seed 000): the typed pool-timeout error. Named like a pool timeout so
- * the transports answer it with their retryable database-unavailable replies (classifyDbError
- * → `unavailable`: WS `CLOSED error: database error`, HTTP 503 `database unavailable`), never
- * with the terminal `query timed out`.
- */
-/**
- * A client-driven read refused a writer connection: the writer-read cap (BUZZ_DB_WRITER_READ_CAP)
- * stayed full for WRITER_READ_WAIT_MS. Answered like a shed history read (retryable).
- */
-export class WriterReadRejected extends Error {
-  override readonly name = 'PoolTimeoutError';
-
-  constructor() {
-    super('writer read rejected: writer_read_cap');
-  }
-}
-
-export class HistoryReadRejected extends Error {
-  override readonly name = 'PoolTimeoutError';
-
-  constructor(readonly reason: 'history_read_cap' | 'reader_acquire_timeout') {
-    super(`history read rejected: ${reason}`);
-  }
-}

@@ -18,8 +18,11 @@ export interface RoutedReaderModuleOptions {
   readonly writerReadCap?: number;
   /** Statement deadline of a client-driven read on the writer, ms (default 20000). */
   readonly clientReadTimeoutMs?: number;
-  /** Benchmark only: no history gate, and shed history reads spill onto the writer instead. */
-  readonly spillHistory?: boolean;
+  /**
+   * The importer's own `path` labels for buzz_db_route_decision (lower snake case), added to the
+   * relay's; the set closes at the first routed read (route-paths.ts).
+   */
+  readonly routePathLabels?: readonly string[];
 }
 
 export const WRITER_READ_TIMEOUT_DEFAULT_MS = 20_000;

@@ -8,11 +8,12 @@ import { Kysely } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { cancelOnAbort } from '../database/cancel-request.js';
-import { classifyDbError } from '../database/pg-errors.js';
+import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
 import { armReadDeadline, disarmReadDeadline } from '../database/read-deadline.js';
 import { PermitGate } from '../common/permit-gate.js';
 import { HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
-import { DatabaseMetrics, RejectedReason, RoutePath, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
+import { HistoryReadPolicy } from '../history-reads/history-read-policy.js';
+import { DatabaseMetrics, RejectedReason, RoutePathLabel, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { readBudgetWarning } from '../replica-fence/replica-fence.constants.js';
@@ -21,10 +22,11 @@ import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
+import { RoutePaths } from './route-paths.js';
 import { RoutePredicate } from './route-predicate.js';
-import { WRITER_READ_TIMEOUT_DEFAULT_MS, ROUTED_READER_OPTIONS } from './routed-reader.options.js';
+import { ROUTED_READER_OPTIONS, WRITER_READ_TIMEOUT_DEFAULT_MS } from './routed-reader.options.js';
 import type { RoutedReaderModuleOptions } from './routed-reader.options.js';
-import { HistoryReadRejected, ReaderOperation, RouteDecision, RouteRequest, WriterReadRejected } from './routed-read.types.js';
+import { ReaderOperation, ReplicaPageRules, RouteDecision, RouteRequest } from './routed-read.types.js';
 
 /** How long a client-driven writer read waits for the writer-read cap before it is refused. */
 export const WRITER_READ_WAIT_MS = 1000;
@@ -47,18 +49,17 @@ export class RoutedReader {
   /** The writer-read cap: client-driven reads never hold more writer connections than this. */
   readonly writerReads: PermitGate;
 
-  private readonly spillHistory: boolean;
-
   constructor(
     @Inject(ROUTED_READER_OPTIONS) private readonly options: RoutedReaderModuleOptions,
     private readonly db: DatabaseService,
     private readonly fence: ReplicaFenceService,
     private readonly metrics: DatabaseMetrics,
     private readonly gate: HistoryReadGate,
+    private readonly policy: HistoryReadPolicy,
+    private readonly paths: RoutePaths,
   ) {
     this.writerReads = new PermitGate(options.writerReadCap ?? Math.max(1, Math.floor(db.settings.poolSize / 2)));
-    this.spillHistory = options.spillHistory === true;
-    if (this.spillHistory) this.logger.warn('BUZZ_BENCH_SPILL_HISTORY is set: history reads spill onto the writer (benchmark only)');
+    if (!policy.shed) this.logger.warn('history reads spill onto the writer instead of being shed (a benchmark baseline only)');
     const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
     if (warning) this.logger.warn(warning);
   }
@@ -73,45 +74,15 @@ export class RoutedReader {
   }
 
   get hasReader(): boolean {
-    return this.db.readerPool !== undefined;
-  }
-
-  /**
-   * §2.4. A writer outcome is recorded here; a replica outcome must be recorded by the caller
-   * after serving (read() and session() do). A shed history read (seed 000) is recorded here as
-   * `rejected/<reason>` and thrown as {@link HistoryReadRejected}: it is never a writer outcome.
-   */
-  async route(req: RouteRequest): Promise<RouteDecision> {
-    // No reader, or no probe in this process (ReplicaFenceModule probe: false): nothing is ever proved.
-    if (!this.hasReader || !this.fence.probes) return this.toWriter(req.path, 'disabled');
-    const newest = this.fence.ring.newest();
-    if (newest === undefined) return this.toWriter(req.path, 'uninitialized', 'heartbeat_missing');
-    const pre = this.check(req, newest, 'precheck');
-    if (!pre.ok) return this.toWriter(req.path, pre.reason, pre.spill);
-    const operation = fallbackOperation(req);
-    // The permit is taken after the pre-check (a read bound for the writer never waits on the
-    // gate) and before the acquire (no connection is held while a read waits for a permit).
-    const permit = operation === 'subscription_history' ? await this.admit(req.path) : undefined;
-    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
-    if (!(tx instanceof ReaderTx)) {
-      permit?.release();
-      if (tx === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
-      if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
-      return this.toWriter(req.path, tx, tx);
-    }
-    const verdict = this.check(req, tx.entry, 'proved');
-    if (!verdict.ok) {
-      tx.release();
-      return this.toWriter(req.path, 'stale', 'replica_lag');
-    }
-    return { target: 'replica', tx, verdict: verdict.verdict };
+    return this.db.hasReader;
   }
 
   /**
    * A routed read: one decision, the page on the proved replica session or on the writer.
    * `postVerify` (thread forward cursors, CoveredPostVerified) checks the replica page against
    * the proved entry; a page that fails it is dropped (not recorded), recorded once as
-   * `thread_eof/writer/stale` and re-run on the writer.
+   * `thread_eof/writer/stale` and re-run on the writer. Failures leave as typed errors
+   * (database/database-errors.ts); a shed read is a HistoryReadRejectedError.
    */
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
@@ -123,7 +94,8 @@ export class RoutedReader {
       const cancel = tx.cancelOnAbort(req.signal);
       try {
         result = await work(tx.db);
-      } catch (err) {
+      } catch (caught) {
+        const err = toDatabaseError(caught);
         if (cancel.dispose()) return this.abandoned(req, tx, err);
         return this.replicaFailed(req, tx, err, onWriter);
       }
@@ -140,22 +112,29 @@ export class RoutedReader {
 
   /**
    * A routed page plus a request-scoped session for follow-ups on the same snapshot (§2.8).
-   * The caller must release the session.
+   * The caller must release the session (or hold it with `await using`). `rules` may surface
+   * more replica failures and send a replica page to the writer (ReplicaPageRules).
    */
-  async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>): Promise<{ page: T; session: ReadSession }> {
+  async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>, rules: ReplicaPageRules<T> = {}): Promise<{ page: T; session: ReadSession }> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const writerSession = () => new ReadSession(undefined, this.writerRunner(), this.metrics, this.logger);
-      if (decision.target === 'writer') return { page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal }), session: writerSession() };
+      const onWriter = async () => ({ page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal }), session: this.writerSession() });
+      if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
+      let result: T;
       try {
-        const result = await page(tx.db);
-        this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
-        return { page: result, session: new ReadSession(tx, this.writerRunner(), this.metrics, this.logger) };
-      } catch (err) {
-        const result = await this.replicaFailed(req, tx, err, () => this.writerRead(fallbackOperation(req), page, { signal: req.signal }));
-        return { page: result, session: writerSession() };
+        result = await page(tx.db);
+      } catch (caught) {
+        return this.replicaFailed(req, tx, toDatabaseError(caught), onWriter, rules.surface);
       }
+      const redo = rules.redo?.(result);
+      if (redo !== undefined) {
+        tx.release();
+        this.metrics.recordRoute(req.path, { decision: 'writer', reason: redo });
+        return onWriter();
+      }
+      this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
+      return { page: result, session: new ReadSession(tx, this.writerRunner(), this.metrics, this.logger) };
     });
   }
 
@@ -173,7 +152,7 @@ export class RoutedReader {
     const permit = await this.writerReads.acquire(WRITER_READ_WAIT_MS);
     if (permit === undefined) {
       this.logger.debug({ operation }, 'writer read refused: writer-read cap full');
-      throw new WriterReadRejected();
+      throw new WriterReadRejectedError();
     }
     try {
       const client = await this.db.acquireWriter(operation, opts.signal);
@@ -182,10 +161,11 @@ export class RoutedReader {
       let result: T;
       try {
         result = await work(kyselyOn(client));
-      } catch (err) {
+      } catch (caught) {
+        const err = toDatabaseError(caught);
         const cancelled = cancel.dispose();
         disarmReadDeadline(client);
-        client.release(cancelled || classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
+        client.release(cancelled || err instanceof DatabaseUnavailableError ? (err as Error) : undefined);
         throw err;
       }
       const cancelled = cancel.dispose();
@@ -211,6 +191,10 @@ export class RoutedReader {
     return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.writerRead('subscription_history', work);
   }
 
+  private writerSession(): ReadSession {
+    return new ReadSession(undefined, this.writerRunner(), this.metrics, this.logger);
+  }
+
   /** A replica read whose client went away (a cancel was sent): the connection is destroyed, nothing re-runs. */
   private abandoned(req: RouteRequest, tx: ReaderTx, err: unknown): never {
     tx.release(true);
@@ -219,9 +203,13 @@ export class RoutedReader {
     throw err;
   }
 
-  /** §2.8: a replica 57014 is surfaced (history reads); anything else re-runs on the writer. */
-  private async replicaFailed<T>(req: RouteRequest, tx: ReaderTx, err: unknown, rerun: () => Promise<T>): Promise<T> {
-    if (classifyDbError(err) === 'timeout' && (req.operation ?? 'subscription_history') === 'subscription_history') {
+  /**
+   * §2.8: a replica deadline (QueryTimedOutError) of a history read is surfaced, and so is what
+   * `surface` names; anything else re-runs on the writer.
+   */
+  private async replicaFailed<T>(req: RouteRequest, tx: ReaderTx, err: unknown, rerun: () => Promise<T>, surface?: (err: unknown) => boolean): Promise<T> {
+    const history = fallbackOperation(req) === 'subscription_history';
+    if ((history && err instanceof QueryTimedOutError) || surface?.(err) === true) {
       tx.release(true);
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: 'statement_cancelled' });
       throw err;
@@ -264,8 +252,8 @@ export class RoutedReader {
   }
 
   /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */
-  private async admit(path: RoutePath): Promise<HistoryPermit | undefined> {
-    if (this.spillHistory) return undefined;
+  private async admit(path: RoutePathLabel): Promise<HistoryPermit | undefined> {
+    if (!this.policy.shed) return undefined;
     const permit = await this.gate.acquire();
     if (permit === undefined) this.reject(path, 'history_read_cap');
     return permit;
@@ -280,25 +268,59 @@ export class RoutedReader {
    * dialing sent its history reads to the writer (issue 17).
    */
   private shedsOnAcquireTimeout(operation: ReaderOperation): boolean {
-    if (operation !== 'subscription_history' || this.spillHistory) return false;
+    if (operation !== 'subscription_history' || !this.policy.shed) return false;
     return !this.db.readerDialsFailing();
   }
 
-  /** Records the one route event of a shed read (never a spill) and throws the pool-timeout error. */
-  private reject(path: RoutePath, reason: RejectedReason): never {
+  /** Records the one route event of a shed read (never a spill) and throws HistoryReadRejectedError. */
+  private reject(path: RoutePathLabel, reason: RejectedReason): never {
     this.metrics.recordRoute(path, { decision: 'rejected', reason });
     this.logger.debug({ path, reason }, 'history read shed');
-    throw new HistoryReadRejected(reason);
+    throw new HistoryReadRejectedError(reason);
   }
 
-  private toWriter(path: RoutePath, reason: WriterReason, spill?: SpillReason): RouteDecision {
+  private toWriter(path: RoutePathLabel, reason: WriterReason, spill?: SpillReason): RouteDecision {
     this.metrics.recordRoute(path, { decision: 'writer', reason });
     if (spill) this.metrics.recordSpill(path, spill);
     return { target: 'writer' };
   }
 
+  /** Every routed read starts here: its path label must be registered (RoutePaths). */
   private spanned<T>(req: RouteRequest, fn: () => Promise<T>): Promise<T> {
+    this.paths.check(req.path);
     return req.span ? datastoreSpan(this.metrics, req.span, fn) : fn();
+  }
+
+  /**
+   * §2.4, the decision. A writer outcome is recorded here; a replica outcome is recorded by
+   * read() or session() after serving. A shed history read (seed 000) is recorded here as
+   * `rejected/<reason>` and thrown as HistoryReadRejectedError: it is never a writer outcome.
+   * Private: the reader transaction it opens never leaves this class except inside a ReadSession.
+   */
+  private async route(req: RouteRequest): Promise<RouteDecision> {
+    // No reader, or no probe in this process (ReplicaFenceModule probe: false): nothing is ever proved.
+    if (!this.hasReader || !this.fence.probes) return this.toWriter(req.path, 'disabled');
+    const newest = this.fence.ring.newest();
+    if (newest === undefined) return this.toWriter(req.path, 'uninitialized', 'heartbeat_missing');
+    const pre = this.check(req, newest, 'precheck');
+    if (!pre.ok) return this.toWriter(req.path, pre.reason, pre.spill);
+    const operation = fallbackOperation(req);
+    // The permit is taken after the pre-check (a read bound for the writer never waits on the
+    // gate) and before the acquire (no connection is held while a read waits for a permit).
+    const permit = operation === 'subscription_history' ? await this.admit(req.path) : undefined;
+    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
+    if (!(tx instanceof ReaderTx)) {
+      permit?.release();
+      if (tx === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
+      if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
+      return this.toWriter(req.path, tx, tx);
+    }
+    const verdict = this.check(req, tx.entry, 'proved');
+    if (!verdict.ok) {
+      tx.release();
+      return this.toWriter(req.path, 'stale', 'replica_lag');
+    }
+    return { target: 'replica', tx, verdict: verdict.verdict };
   }
 }
 

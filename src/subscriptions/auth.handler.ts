@@ -8,6 +8,7 @@ import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RelayConnection } from './relay-connection.js';
+import { okReason } from './ws-reasons.js';
 
 /** What a client whose AUTH the relay could not verify within BUZZ_AUTH_VERIFY_TIMEOUT_MS gets (then the socket closes). */
 export const AUTH_VERIFY_TIMEOUT_REASON = 'error: authentication not verified in time; reconnect and retry';
@@ -131,8 +132,8 @@ export class AuthHandler {
         const restriction = await this.moderation.restrictionOf(conn.communityId, subject);
         if (restriction.kind === 'banned') return { outcome: 'banned', message: 'blocked: you are banned from this community', close: true };
       }
-    } catch {
-      return { outcome: 'ban_check_error', message: 'error: internal error checking restriction state', close: true };
+    } catch (err) {
+      return { outcome: 'ban_check_error', message: okReason(err, 'auth_ban_check'), close: true };
     }
     if (this.config.pubkeyAllowlist) {
       const allowed = await this.moderation.isAllowlisted(conn.communityId, pubkey).catch(() => false);

@@ -4,6 +4,7 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
+import { okReason } from './ws-reasons.js';
 
 const NOT_AUTHENTICATED = 'auth-required: not authenticated';
 
@@ -43,7 +44,7 @@ export class EventHandler {
     } catch (err) {
       conn.log.error({ connId: conn.id, eventId: id, err }, 'event ingest failed');
       this.metrics.eventsRejected.inc({ transport: 'ws', reason: 'error' });
-      conn.send(['OK', id, false, 'error: internal server error']);
+      conn.send(['OK', id, false, okReason(err)]);
     } finally {
       this.metrics.eventProcessing.observe(Number(process.hrtime.bigint() - started) / 1e9);
     }

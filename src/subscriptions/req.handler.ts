@@ -8,7 +8,6 @@
  */
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
-import { closedReasonFor } from '../database/pg-errors.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
@@ -24,6 +23,7 @@ import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
 import { pageTarget, sendPageTurn } from './history-page.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayConnection } from './relay-connection.js';
+import { closedReason } from './ws-reasons.js';
 
 export const MAX_SUBSCRIPTIONS = 1024;
 export const SEARCH_PAGE_SIZE = 100;
@@ -93,7 +93,7 @@ export class ReqHandler {
         return;
       }
       conn.log.warn({ connId: conn.id, err }, 'COUNT query failed');
-      conn.send(['CLOSED', subId, closedReasonFor(err)]);
+      conn.send(['CLOSED', subId, closedReason(err)]);
     }
   }
 
@@ -126,7 +126,7 @@ export class ReqHandler {
       conn.send(['CLOSED', subId, decision.reason]);
     } catch (err) {
       conn.log.warn({ connId: conn.id, err }, 'channel access lookup failed');
-      conn.send(['CLOSED', subId, 'error: database error']);
+      conn.send(['CLOSED', subId, closedReason(err, 'admission')]);
     }
     return undefined;
   }
@@ -143,7 +143,7 @@ export class ReqHandler {
       banned = await this.bans.isBannedForRead(conn.communityId, conn.pubkey!, conn.nipOaOwner);
     } catch (err) {
       conn.log.warn({ connId: conn.id, err }, 'ban check failed');
-      conn.send(['CLOSED', subId, 'error: database error']);
+      conn.send(['CLOSED', subId, closedReason(err, 'admission')]);
       return true;
     }
     if (!banned) return false;
@@ -178,7 +178,7 @@ export class ReqHandler {
       }
     } catch (err) {
       conn.log.warn({ connId: conn.id, subId, err }, 'Historical query failed');
-      this.closeIfOwner(conn, subId, token, closedReasonFor(err));
+      this.closeIfOwner(conn, subId, token, closedReason(err));
       return;
     }
     if (!eose && conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
@@ -220,7 +220,7 @@ export class ReqHandler {
       }
     } catch (err) {
       conn.log.warn({ connId: conn.id, subId, err }, 'search query failed');
-      this.closeIfOwner(conn, subId, token, closedReasonFor(err));
+      this.closeIfOwner(conn, subId, token, closedReason(err));
       return;
     }
     if (conn.owns(subId, token) && conn.sendEose(subId) === 'full') return conn.shedSubscription(subId, token);

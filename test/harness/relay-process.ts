@@ -21,9 +21,10 @@ export interface RelayProcess {
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const RELAY_ENTRY = path.join(ROOT, 'dist/src/main.js');
 
-export async function startRelay(env: Record<string, string>, timeoutMs = 30_000): Promise<RelayProcess> {
-  if (!existsSync(RELAY_ENTRY)) throw new Error(`${RELAY_ENTRY} is missing: run \`npm run build\` first (npm test does)`);
-  const child = spawn(process.execPath, ['--enable-source-maps', RELAY_ENTRY], {
+/** `entry`: another built entry point of the relay (the benches' spill baseline, dist/bench/lib/spill-relay.js). */
+export async function startRelay(env: Record<string, string>, timeoutMs = 30_000, entry = RELAY_ENTRY): Promise<RelayProcess> {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first (npm test does)`);
+  const child = spawn(process.execPath, ['--enable-source-maps', entry], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', BUZZ_BIND_ADDR: '127.0.0.1:0', BUZZ_METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -16,10 +16,12 @@ import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { HISTORY_PERMIT_WAIT_MS, HistoryReadGate } from '../../src/history-reads/history-read-gate.js';
 import type { RoutePath } from '../../src/metrics/database-metrics.service.js';
 import { BOUNDED } from '../../src/routing/route-predicate.js';
-import { HistoryReadRejected, type ReaderOperation } from '../../src/routing/routed-read.types.js';
+import { HistoryReadRejectedError } from '../../src/database/database-errors.js';
+import type { ReaderOperation } from '../../src/routing/routed-read.types.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
 import { newCommunity } from '../routing/fixtures.js';
+import { readerPoolOf } from '../harness/reader-pool.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -75,7 +77,7 @@ describe('saturated reader', () => {
   it('saturated_reader_spends_one_acquire_budget_and_rejects_history_reads', async () => {
     // A size-1 reader held saturated by a non-history checkout (the gate stays empty), with the
     // Aurora-identity cache still cold (this layer never proved a session).
-    held = await layer.database.readerPool!.connect();
+    held = await readerPoolOf(layer.database).connect();
     expect(layer.database.readerSaturated()).toBe(true);
     const gate = layer.app.get(HistoryReadGate);
 
@@ -85,8 +87,8 @@ describe('saturated reader', () => {
         return rows[0].n;
       }),
     );
-    expect(history.error).toBeInstanceOf(HistoryReadRejected);
-    expect((history.error as HistoryReadRejected).reason).toBe('reader_acquire_timeout');
+    expect(history.error).toBeInstanceOf(HistoryReadRejectedError);
+    expect((history.error as HistoryReadRejectedError).reason).toBe('reader_acquire_timeout');
     expect(history.ms).toBeLessThan(250); // one 150 ms acquire budget, not two
     expect(history.routes).toEqual({ 'count_req/rejected/reader_acquire_timeout': 1 });
     expect(history.spilled).toEqual({}); // a rejection is not a spill
@@ -126,8 +128,8 @@ describe('the gate', () => {
       expect(gate.inUse).toBe(1);
 
       const shed = await observe(() => routedWhere(layer, 'bridge_query'));
-      expect(shed.error).toBeInstanceOf(HistoryReadRejected);
-      expect((shed.error as HistoryReadRejected).reason).toBe('history_read_cap');
+      expect(shed.error).toBeInstanceOf(HistoryReadRejectedError);
+      expect((shed.error as HistoryReadRejectedError).reason).toBe('history_read_cap');
       expect(shed.ms).toBeGreaterThanOrEqual(HISTORY_PERMIT_WAIT_MS - 20);
       expect(shed.ms).toBeLessThan(HISTORY_PERMIT_WAIT_MS + 500);
       expect(shed.routes).toEqual({ 'bridge_query/rejected/history_read_cap': 1 }); // no writer route recorded
@@ -204,7 +206,7 @@ describe('match_nothing_reads_take_no_connection', () => {
   }, 30_000);
 
   it('filters that match nothing (an empty kinds, ids, authors or tag list, since > until) and limit 0 record no decision and take no permit and no connection, even on a saturated reader', async () => {
-    const held = await layer.database.readerPool!.connect();
+    const held = await readerPoolOf(layer.database).connect();
     try {
       const acquires = () => metricValue('buzz_db_pool_acquire_started_total');
       const a0 = await acquires();
@@ -240,7 +242,7 @@ describe('match_nothing_reads_take_no_connection', () => {
     expect(await count()).toBe(0);
     // Let the release check return the connection first: a connection frozen mid-ROLLBACK would
     // make the pool read as saturated (the accepted residual of §3.5), which sheds instead.
-    const pool = layer.database.readerPool!;
+    const pool = readerPoolOf(layer.database);
     await waitUntil('reader connection back in the pool', () => pool.totalCount === 1 && pool.idleCount === 1);
     await db.cluster.freezeReplica();
     try {
@@ -295,7 +297,7 @@ describe('match_nothing_reads_take_no_connection', () => {
   }, 30_000);
 
   it('a stalled release check sheds (never spills) for at most its 5 s bound, then the reader recovers', async () => {
-    const pool = layer.database.readerPool!;
+    const pool = readerPoolOf(layer.database);
     const { session } = await layer.routed.session({ path: 'bridge_query', predicate: BOUNDED }, where);
     expect(session.isReplica()).toBe(true);
     await db.cluster.freezeReplica();
@@ -304,7 +306,7 @@ describe('match_nothing_reads_take_no_connection', () => {
     expect(layer.app.get(HistoryReadGate).inUse).toBe(0);
     expect(layer.database.readerSaturated()).toBe(true);
     const shed = await observe(() => routedWhere(layer, 'req_historical'));
-    expect((shed.error as HistoryReadRejected).reason).toBe('reader_acquire_timeout');
+    expect((shed.error as HistoryReadRejectedError).reason).toBe('reader_acquire_timeout');
     expect(shed.routes).toEqual({ 'req_historical/rejected/reader_acquire_timeout': 1 });
     expect(shed.spilled).toEqual({});
     // Past the bound the connection is closed and its slot freed for a new connection.

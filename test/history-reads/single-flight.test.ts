@@ -18,7 +18,7 @@ import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService, HistoryContext } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { HistoryReadGate } from '../../src/history-reads/history-read-gate.js';
-import { HistoryReadRejected } from '../../src/routing/routed-read.types.js';
+import { HistoryReadRejectedError } from '../../src/database/database-errors.js';
 import { ReadScope } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
@@ -126,7 +126,7 @@ it('a shared read that is shed fails the read that started it; the reads that jo
     const who = reader();
     return page(scopeOf(communityA, who), kinds1, { path: 'req_historical', reader: who }).then(
       (events) => ids(events),
-      (err: unknown) => (err instanceof HistoryReadRejected ? 'shed' : err),
+      (err: unknown) => (err instanceof HistoryReadRejectedError ? 'shed' : err),
     );
   });
   // The first flight waits 1 s for a permit and is shed; then the permits come back.

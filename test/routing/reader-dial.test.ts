@@ -11,10 +11,11 @@
  */
 import { sql } from 'kysely';
 import { RoutedReader } from '../../src/routing/routed-reader.service.js';
-import { HistoryReadRejected } from '../../src/routing/routed-read.types.js';
+import { HistoryReadRejectedError } from '../../src/database/database-errors.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { startTcpProxy, TcpProxy } from '../harness/tcp-proxy.js';
 import { delta, routeDecisions, startDatabaseLayer, waitUntil, type DatabaseLayer } from './database-layer.js';
+import { readerPoolOf } from '../harness/reader-pool.js';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
@@ -44,7 +45,7 @@ function historyRead(routed: RoutedReader): Promise<Served> {
       return rows[0].standby ? ('replica' as const) : ('writer' as const);
     })
     .catch((err: unknown) => {
-      if (err instanceof HistoryReadRejected) return 'rejected' as const;
+      if (err instanceof HistoryReadRejectedError) return 'rejected' as const;
       throw err;
     });
 }
@@ -57,7 +58,7 @@ async function burst(n: number): Promise<{ served: Served[]; routes: Record<stri
 
 /** Empties the reader pool, so the next reads must dial. */
 async function drainReaderPool(): Promise<void> {
-  const pool = layer.database.readerPool!;
+  const pool = readerPoolOf(layer.database);
   await waitUntil('reader connections idle', () => pool.idleCount === pool.totalCount);
   const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
   for (const c of clients) c.release(new Error('drained by the test'));
@@ -74,7 +75,7 @@ it('sheds reads while a slowly accepting replica is still being dialed, then ser
   expect(first.routes['req_historical/rejected/reader_acquire_timeout']).toBeGreaterThan(0);
   // The dials those reads started were not cut off at the acquire budget: they finish, and the
   // pool serves the same burst from the replica.
-  const pool = layer.database.readerPool!;
+  const pool = readerPoolOf(layer.database);
   await waitUntil('the dials connected', () => pool.totalCount >= 6 && pool.idleCount === pool.totalCount);
   const second = await burst(6);
   expect(second.served).toEqual(Array(6).fill('replica'));

@@ -10,6 +10,7 @@ import { BOUNDED, ChannelScope, fromChannelCursor } from '../../src/routing/rout
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { channelPage, countRows, insertRow, newCommunity, randomUUID } from './fixtures.js';
+import { readerPoolOf } from '../harness/reader-pool.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -252,7 +253,7 @@ describe('serving, fallback and sessions', () => {
         return rows[0];
       });
       // The connection returns to the pool after its ROLLBACK: wait for it, so the next read takes it again.
-      const pool = layer.database.readerPool!;
+      const pool = readerPoolOf(layer.database);
       await waitUntil('the reader connection back in the pool', () => pool.idleCount === pool.totalCount, 5000);
       return row;
     };
@@ -273,7 +274,7 @@ describe('serving, fallback and sessions', () => {
       });
     const before = await proofs();
     expect(before).toEqual([{ name: 'buzz_proof', runs: expect.any(Number), standby: true }]);
-    const pool = layer.database.readerPool!;
+    const pool = readerPoolOf(layer.database);
     await waitUntil('the reader connection back in the pool', () => pool.idleCount === pool.totalCount, 5000);
     expect(await proofs()).toEqual([{ ...before[0], runs: before[0].runs + 1 }]);
   });

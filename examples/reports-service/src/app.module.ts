@@ -19,7 +19,8 @@ const readPoolSize = Number(env.REPORTS_READ_POOL_SIZE ?? 4);
     }),
     ReplicaFenceModule.forRoot({ probe: true }),
     HistoryReadsModule.forRoot({ readPoolSize }),
-    RoutedReaderModule.forRoot({ readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000) }),
+    // Its own route label for buzz_db_route_decision{path=…}, beside the relay's.
+    RoutedReaderModule.forRoot({ readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000), routePathLabels: ['reports_by_id'] }),
   ],
   controllers: [ReportsController],
   providers: [ReportsRepository],

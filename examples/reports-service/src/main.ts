@@ -1,12 +1,11 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DatabaseErrorFilter } from 'buzz-relay/database';
 import { AppModule } from './app.module.js';
 
 const app = await NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter());
-// Database trouble and shed reads → 503 {"error":"database unavailable"}; a statement deadline → 503 {"error":"query timed out"}.
-app.useGlobalFilters(new DatabaseErrorFilter());
+// DatabaseModule binds its HTTP filter (APP_FILTER): database trouble and shed reads answer
+// 503 {"error":"database unavailable"}, a statement deadline 503 {"error":"query timed out"}.
 app.enableShutdownHooks();
 await app.listen(Number(process.env.PORT ?? 3100), '127.0.0.1');
 console.log(`reports-service listening on ${await app.getUrl()}`);

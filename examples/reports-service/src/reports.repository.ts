@@ -25,11 +25,11 @@ export class ReportsRepository {
 
   /**
    * Routed: the replica when the fence proves it at most `readMaxAgeMs` behind, else the writer;
-   * shed (HistoryReadRejected, answered 503) when the replica is busy. `delayMs` stands in for a
+   * shed (HistoryReadRejectedError, answered 503 by the module's filter) when the replica is busy. `delayMs` stands in for a
    * slow report.
    */
   find(id: number, delayMs = 0): Promise<Report | undefined> {
-    return this.routed.read({ path: 'bridge_query', predicate: BOUNDED }, (db) => reportById(db, id, delayMs));
+    return this.routed.read({ path: 'reports_by_id', predicate: BOUNDED }, (db) => reportById(db, id, delayMs));
   }
 
   /** Writer-pinned: always current (read-after-write), under the writer-read cap. */

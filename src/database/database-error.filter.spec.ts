@@ -1,7 +1,8 @@
 import { ArgumentsHost, NotFoundException } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
-import { requestAnnotations } from '../common/request-annotations.js';
+import { markObserved, requestAnnotations } from '../common/request-annotations.js';
 import { DatabaseErrorFilter } from './database-error.filter.js';
+import { PoolTimeoutError, QueryTimedOutError, toDatabaseError } from './database-errors.js';
 
 function run(exception: unknown, request: object = {}): { status: number; body: unknown } {
   const out = { status: 0, body: undefined as unknown };
@@ -25,12 +26,16 @@ function run(exception: unknown, request: object = {}): { status: number; body: 
 
 describe('DatabaseErrorFilter', () => {
   it('maps a statement deadline to the terminal 503', () => {
-    expect(run({ code: '57014', message: 'canceling statement due to statement timeout' })).toEqual({ status: 503, body: { error: 'query timed out' } });
+    expect(run(new QueryTimedOutError('canceling statement due to statement timeout', { code: '57014' }))).toEqual({ status: 503, body: { error: 'query timed out' } });
   });
 
   it('maps an unavailable database to the retryable 503', () => {
-    expect(run(new Error('timeout exceeded when trying to connect'))).toEqual({ status: 503, body: { error: 'database unavailable' } });
-    expect(run(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toEqual({ status: 503, body: { error: 'database unavailable' } });
+    expect(run(new PoolTimeoutError('timeout exceeded when trying to connect'))).toEqual({ status: 503, body: { error: 'database unavailable' } });
+    expect(run(toDatabaseError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })))).toEqual({ status: 503, body: { error: 'database unavailable' } });
+  });
+
+  it('decides by type only: an untyped driver error is a 500 (the boundary types it, not the filter)', () => {
+    expect(run({ code: '57014', message: 'canceling statement due to statement timeout' })).toEqual({ status: 500, body: { error: 'internal server error' } });
   });
 
   it('hides other failures behind a 500', () => {
@@ -42,16 +47,34 @@ describe('DatabaseErrorFilter', () => {
     expect(run(new NotFoundException())).toEqual({ status: 404, body: { error: 'not found' } });
   });
 
+  const observed = () => {
+    const req = {};
+    markObserved(req as never);
+    return req;
+  };
+
   it("hands the request's log line a 500's cause and a refusal's reason, never a 400's text", () => {
     const cause = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
-    const failed = {};
+    const failed = observed();
     run(cause, failed);
     expect(requestAnnotations(failed as never)).toEqual({ reason: 'internal error', err: cause });
-    const refused = {};
+    const refused = observed();
     run(new HttpError(401, `NIP-98: ${'x'.repeat(300)}`), refused);
     expect(Buffer.byteLength(requestAnnotations(refused as never).reason!)).toBe(256);
-    const invalid = {};
+    const invalid = observed();
     run(new HttpError(400, 'invalid event JSON: Unexpected token \'s\', "secret" is not valid JSON'), invalid);
     expect(requestAnnotations(invalid as never)).toEqual({});
+  });
+
+  it("logs a 500's cause itself where no HTTP observer writes the request's line (an importer's app)", () => {
+    const filter = new DatabaseErrorFilter();
+    const logged: unknown[] = [];
+    (filter as unknown as { logger: { error: (o: unknown) => void } }).logger = { error: (o) => logged.push(o) };
+    const cause = new Error('relation "y" does not exist');
+    const req = {};
+    const reply = { status: () => reply, header: () => reply, send: () => reply };
+    filter.catch(cause, { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => req }) } as unknown as ArgumentsHost);
+    expect(logged).toEqual([{ err: cause }]);
+    expect(requestAnnotations(req as never)).toEqual({});
   });
 });

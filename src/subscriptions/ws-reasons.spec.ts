@@ -1,0 +1,24 @@
+import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, WriterReadRejectedError } from '../database/database-errors.js';
+import { closedReason, okReason } from './ws-reasons.js';
+
+describe('WebSocket reasons (relay.md §2.12), one mapper for every handler', () => {
+  it('a history read that hit its deadline ends with the terminal reason', () => {
+    expect(closedReason(new QueryTimedOutError('canceling statement due to statement timeout', { code: '57014' }))).toBe('error: query timed out');
+  });
+
+  it.each([
+    ['a shed read (cap)', new HistoryReadRejectedError('history_read_cap')],
+    ['a shed read (saturated reader)', new HistoryReadRejectedError('reader_acquire_timeout')],
+    ['a refused writer read', new WriterReadRejectedError()],
+    ['an unavailable database', new DatabaseUnavailableError('Connection terminated unexpectedly')],
+    ['an untyped failure', new Error('boom')],
+  ])('%s ends with the retryable reason', (_what, err) => {
+    expect(closedReason(err)).toBe('error: database error');
+  });
+
+  it('an admission lookup says database error even for a deadline, and an EVENT failure is internal', () => {
+    expect(closedReason(new QueryTimedOutError('x'), 'admission')).toBe('error: database error');
+    expect(okReason(new QueryTimedOutError('x'))).toBe('error: internal server error');
+    expect(okReason(new DatabaseUnavailableError('x'), 'auth_ban_check')).toBe('error: internal error checking restriction state');
+  });
+});
