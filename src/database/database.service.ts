@@ -15,6 +15,7 @@ import {
   ACQUIRE_TIMEOUT_MESSAGE,
   createProbePool,
   createReaderPool,
+  createSearchPool,
   createWriterPool,
   endPool,
   isDialFailure,
@@ -26,7 +27,7 @@ import {
 export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
 
 /**
- * Owns the writer, reader and fence-probe pools and their Kysely handles. The writer is
+ * Owns the writer, reader, search and fence-probe pools and their Kysely handles. The writer is
  * connected eagerly (start-up fails without it); the reader is lazy and a boot ping only
  * logs, so a replica that is down never blocks start-up. The probe pool is created on first
  * use by the replica fence and is never used for serving traffic.
@@ -41,6 +42,8 @@ export class DatabaseService implements OnApplicationShutdown {
   readonly readerPool: Pool | undefined;
   readonly writer: Kysely<DB>;
   readonly reader: Kysely<DB> | undefined;
+  /** NIP-50 matching only (§2.1 search pool): on the replica when configured, else the writer's URL. */
+  readonly searchPool: Pool;
   private readerState: ReaderState;
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
@@ -65,6 +68,7 @@ export class DatabaseService implements OnApplicationShutdown {
     this.readerPool = db.readUrl ? createReaderPool(db, db.readUrl, this.onPoolError) : undefined;
     this.reader = this.readerPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.readerPool }) }) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
+    this.searchPool = createSearchPool(db, db.readUrl ?? db.url, this.onPoolError);
   }
 
   /** Work to run at the end of start(), after the migration decision (the fence probe's boot gate). */
@@ -129,15 +133,20 @@ export class DatabaseService implements OnApplicationShutdown {
    * the network broke is discarded rather than pooled.
    */
   async withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const client = await this.acquireWriter(operation, signal);
-    try {
-      const result = await work(kyselyOn(client));
-      client.release();
-      return result;
-    } catch (err) {
-      client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
-      throw err;
-    }
+    return runReleasing(await this.acquireWriter(operation, signal), work);
+  }
+
+  /**
+   * An instrumented search-pool checkout (pool_role `search`); the caller releases it. Only the
+   * search gate calls this, after it admitted the search, so the pool never queues a search.
+   */
+  acquireSearch(signal?: AbortSignal): Promise<PoolClient> {
+    return this.acquire(this.searchPool, { poolRole: 'search', operation: 'subscription_history' }, false, signal);
+  }
+
+  /** withWriter's counterpart on the search pool. */
+  async withSearch<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return runReleasing(await this.acquireSearch(), work);
   }
 
   /**
@@ -202,11 +211,12 @@ export class DatabaseService implements OnApplicationShutdown {
     return p !== undefined && p.totalCount >= this.config.database.readPoolSize && p.idleCount === 0;
   }
 
-  poolSamples(): { writer: PoolSample; reader?: PoolSample } {
+  poolSamples(): { writer: PoolSample; reader?: PoolSample; search: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
       writer: sample(this.writerPool, this.config.database.poolSize),
       reader: this.readerPool ? sample(this.readerPool, this.config.database.readPoolSize) : undefined,
+      search: sample(this.searchPool, this.config.database.searchPoolSize),
     };
   }
 
@@ -251,6 +261,7 @@ export class DatabaseService implements OnApplicationShutdown {
     await Promise.all([
       endPool(this.writerPool),
       this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
+      endPool(this.searchPool),
       this.probe ? endPool(this.probe) : Promise.resolve(true),
     ]);
   }
@@ -301,6 +312,18 @@ export class DatabaseService implements OnApplicationShutdown {
       );
       for (const c of clients) c.release();
     });
+  }
+}
+
+/** Runs `work` on a checked-out client and releases it; a connection the server or network broke is discarded. */
+async function runReleasing<T>(client: PoolClient, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  try {
+    const result = await work(kyselyOn(client));
+    client.release();
+    return result;
+  } catch (err) {
+    client.release(classifyDbError(err) === 'unavailable' ? (err as Error) : undefined);
+    throw err;
   }
 }
 

@@ -5,6 +5,7 @@ import { ChannelsModule } from '../channels/channels.module.js';
 import { ModerationModule } from '../moderation/moderation.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
+import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
 import { CountService } from './count.service.js';
@@ -23,6 +24,7 @@ import { RelayAdminCommands } from './commands/relay-admin.commands.js';
   imports: [ChannelsModule, ModerationModule],
   providers: [
     IngestGates,
+    SearchGate,
     SearchRepository,
     SearchService,
     {

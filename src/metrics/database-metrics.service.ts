@@ -78,11 +78,18 @@ export const WRITER_OPERATIONS = [
   'maintenance',
 ] as const;
 export const READER_OPERATIONS = ['bootstrap', 'authorization', 'subscription_history', 'maintenance'] as const;
+/**
+ * The search pool's one pair (this project's addition to §6.2's twelve): matching is a client's
+ * history read, so it carries `subscription_history`.
+ */
+export const SEARCH_OPERATIONS = ['subscription_history'] as const;
 export type WriterOperation = (typeof WRITER_OPERATIONS)[number];
 export type ReaderPoolOperation = (typeof READER_OPERATIONS)[number];
+export type SearchPoolOperation = (typeof SEARCH_OPERATIONS)[number];
 export type PoolAcquire =
   | { readonly poolRole: 'writer'; readonly operation: WriterOperation }
-  | { readonly poolRole: 'reader'; readonly operation: ReaderPoolOperation };
+  | { readonly poolRole: 'reader'; readonly operation: ReaderPoolOperation }
+  | { readonly poolRole: 'search'; readonly operation: SearchPoolOperation };
 export const ACQUIRE_OUTCOMES = ['success', 'error', 'timeout', 'cancelled'] as const;
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
 
@@ -233,9 +240,12 @@ export class DatabaseMetrics implements ConnectionStepSink {
 
   /** Republishes every valid pair (zeros included); reader pairs only with a reader pool. */
   publishWaiters(hasReader: boolean): void {
-    for (const op of WRITER_OPERATIONS) this.acquireWaiters.set({ pool_role: 'writer', operation: op }, this.inflight.get(`writer/${op}`) ?? 0);
-    if (!hasReader) return;
-    for (const op of READER_OPERATIONS) this.acquireWaiters.set({ pool_role: 'reader', operation: op }, this.inflight.get(`reader/${op}`) ?? 0);
+    const publish = (role: 'writer' | 'reader' | 'search', ops: readonly string[]) => {
+      for (const op of ops) this.acquireWaiters.set({ pool_role: role, operation: op }, this.inflight.get(`${role}/${op}`) ?? 0);
+    };
+    publish('writer', WRITER_OPERATIONS);
+    publish('search', SEARCH_OPERATIONS);
+    if (hasReader) publish('reader', READER_OPERATIONS);
   }
 
   publishPools(samples: Partial<Record<PoolRole, PoolSample>>): void {

@@ -6,6 +6,7 @@ import {
   POOL_ROLES,
   READER_OPERATIONS,
   REJECTED_REASONS,
+  SEARCH_OPERATIONS,
   REPLICA_REASONS,
   ROUTE_PATHS,
   SPILL_REASONS,
@@ -30,10 +31,18 @@ describe('database metric vocabularies', () => {
       'reader_validation_error',
     ]);
     expect(WRITER_OPERATIONS.length + READER_OPERATIONS.length).toBe(12);
+    expect(SEARCH_OPERATIONS).toEqual(['subscription_history']); // the search pool's one pair (issue 20)
   });
 
   it('the pool acquisition series budget derives from the closed vocabularies (legacy families carry operation)', async () => {
-    const pairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length;
+    const pairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length + SEARCH_OPERATIONS.length;
+    const legacyPairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length; // the search pool postdates them
+    for (const op of SEARCH_OPERATIONS) {
+      for (const outcome of ACQUIRE_OUTCOMES) {
+        metrics.acquireBegin({ poolRole: 'search', operation: op });
+        metrics.acquireEnd({ poolRole: 'search', operation: op }, outcome, 0.001, false);
+      }
+    }
     for (const op of WRITER_OPERATIONS) {
       for (const outcome of ACQUIRE_OUTCOMES) {
         metrics.acquireBegin({ poolRole: 'writer', operation: op });
@@ -53,10 +62,10 @@ describe('database metric vocabularies', () => {
     expect(await series('buzz_db_pool_waiters')).toHaveLength(pairs);
     // Legacy families: never `cancelled`, always with `operation`.
     const legacy = await series('buzz_db_pool_acquisitions_total');
-    expect(legacy).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(legacy).toHaveLength(legacyPairs * (ACQUIRE_OUTCOMES.length - 1));
     expect(legacy.every((v) => typeof v.labels.operation === 'string')).toBe(true);
     const waitCounts = (await series('buzz_db_pool_acquire_wait_seconds')).filter((v) => (v as { metricName?: string }).metricName === 'buzz_db_pool_acquire_wait_seconds_count');
-    expect(waitCounts).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(waitCounts).toHaveLength(legacyPairs * (ACQUIRE_OUTCOMES.length - 1));
     expect(waitCounts.every((v) => typeof v.labels.operation === 'string')).toBe(true);
   });
 
