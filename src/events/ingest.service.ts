@@ -213,7 +213,7 @@ export class IngestService {
       if (!inserted.has(event.id)) return 'duplicate';
       await this.repo.supersedeVersions(tx, communityId, event.pubkey, event.kind, dTag, event.id);
       return 'stored';
-    });
+    }, replacementOperation(dTag));
   }
 
   /**
@@ -290,4 +290,13 @@ function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error'
 function idOf(raw: unknown): string | undefined {
   const id = (raw as { id?: unknown } | null)?.id;
   return typeof id === 'string' && /^[0-9a-f]{64}$/.test(id) ? id : undefined;
+}
+
+/**
+ * §6.3's two replacement transactions: an addressable event (kinds 30000–39999, replaced per
+ * `d` tag) is `replace_addressable_event`; a replaceable one (0, 3, 10000–19999, one per pubkey
+ * and kind) is `replace_parameterized_event`.
+ */
+function replacementOperation(dTag: string | null): 'replace_addressable_event' | 'replace_parameterized_event' {
+  return dTag === null ? 'replace_parameterized_event' : 'replace_addressable_event';
 }

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { register } from 'prom-client';
 import {
   ACQUIRE_OUTCOMES,
+  ADVISORY_LOCK_TYPES,
+  TRANSACTION_OPERATIONS,
   DatabaseMetrics,
   POOL_ROLES,
   READER_OPERATIONS,
@@ -32,6 +34,16 @@ describe('database metric vocabularies', () => {
     ]);
     expect(WRITER_OPERATIONS.length + READER_OPERATIONS.length).toBe(12);
     expect(SEARCH_OPERATIONS).toEqual(['subscription_history']); // the search pool's one pair (issue 20)
+    // §6.3, exactly as the spec lists them.
+    expect(ADVISORY_LOCK_TYPES).toEqual(['replacement', 'membership', 'push_gate', 'deletion', 'migration_schema_safety']);
+    expect(TRANSACTION_OPERATIONS).toEqual([
+      'replace_parameterized_event',
+      'replace_addressable_event',
+      'publish_nip43_membership_locked',
+      'accept_push_lease_event',
+      'begin_community_deletion_quiescing',
+      'fence_community_deletion',
+    ]);
   });
 
   it('the pool acquisition series budget derives from the closed vocabularies (legacy families carry operation)', async () => {
