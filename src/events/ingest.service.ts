@@ -3,8 +3,10 @@
  * to an `OK` reason, then storage, then live fan-out of what was newly stored.
  */
 import { Injectable } from '@nestjs/common';
+import { Kysely } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
+import { DB } from '../database/database.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { deletionTarget, deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
 import { EventBus } from './event-bus.js';
@@ -127,12 +129,13 @@ export class IngestService {
   private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
     const derived = deriveChannel(event);
     if (!derived.ok) return reject(derived.reason);
-    if (derived.fromTarget) {
-      const target = await this.repo.findTargetChannel(this.writerDb(), communityId, derived.fromTarget);
+    const { fromTarget, fromCoordinate } = derived;
+    if (fromTarget) {
+      const target = await this.onWriter((db) => this.repo.findTargetChannel(db, communityId, fromTarget));
       if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
       return { channelId: target ?? null };
     }
-    if (derived.fromCoordinate) return { channelId: (await this.repo.findCoordinateChannel(this.writerDb(), communityId, derived.fromCoordinate)) ?? null };
+    if (fromCoordinate) return { channelId: (await this.onWriter((db) => this.repo.findCoordinateChannel(db, communityId, fromCoordinate))) ?? null };
     return derived;
   }
 
@@ -140,7 +143,7 @@ export class IngestService {
     if (!channelId || !THREAD_KINDS.has(event.kind)) return null;
     const refs = threadRefsOf(event);
     if (!refs) return { parent: null, root: null, depth: 0 };
-    const parent = await this.repo.findThreadParent(this.writerDb(), communityId, refs.parent);
+    const parent = await this.onWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
     if (!parent) return reject('invalid: thread parent event not found');
     if (parent.channel_id !== channelId) reject('invalid: thread parent is in another channel');
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
@@ -246,7 +249,7 @@ export class IngestService {
     for (const { root, channelId } of roots) {
       const rootId = root.id;
       try {
-        const s = await this.repo.threadSummary(this.writerDb(), communityId, root);
+        const s = await this.onWriter((db) => this.repo.threadSummary(db, communityId, root));
         if (!s) continue;
         const event = this.signer.sign({
           kind: KIND.THREAD_SUMMARY,
@@ -269,9 +272,9 @@ export class IngestService {
     return { accepted: false, message, eventId };
   }
 
-  /** Ingest lookups read the writer: a just-stored parent must be found at once. */
-  private writerDb() {
-    return this.database.writer;
+  /** Ingest lookups read the writer (a just-stored parent must be found at once), on `event_write` checkouts. */
+  private onWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.database.withWriter('event_write', work);
   }
 }
 

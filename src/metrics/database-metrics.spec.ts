@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { register } from 'prom-client';
 import {
   ACQUIRE_OUTCOMES,
@@ -116,5 +116,14 @@ describe('source policy (seed 001)', () => {
     // The only serving-writer checkout of the fence is the boot verification (operation bootstrap).
     expect(service.match(/acquireWriter\(/g)).toHaveLength(1);
     expect(service).toMatch(/acquireWriter\('bootstrap'\)/);
+  });
+});
+
+describe('source policy (issue 20): every serving-writer use is a labelled checkout', () => {
+  it('no code outside src/database reaches the unlabelled writer handle (DatabaseService.writer)', () => {
+    const root = new URL('../', import.meta.url);
+    const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts') && !f.startsWith('database/'));
+    const offenders = files.filter((f) => /\b(db|database)\.writer\b(?!Pool|Reachable|Read)/.test(readFileSync(new URL(f, root), 'utf8')));
+    expect(offenders).toEqual([]);
   });
 });

@@ -164,19 +164,24 @@ export class ModerationRepository {
 
   /** Bans the key (permanently unless `expiresAt`); a second ban replaces the first's terms. */
   async ban(communityId: string, pubkey: string, bannedBy: string | null, reason: string | null, expiresAt: Date | null = null): Promise<void> {
-    await this.db.writer
-      .insertInto('bans')
-      .values({ community_id: communityId, pubkey, banned_by: bannedBy, reason, expires_at: expiresAt })
-      .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ reason, banned_by: bannedBy, expires_at: expiresAt }))
-      .execute();
+    // A moderation command's effect (or the admin CLI's): recorded with the event writes.
+    await this.db.withWriter('event_write', (db) =>
+      db
+        .insertInto('bans')
+        .values({ community_id: communityId, pubkey, banned_by: bannedBy, reason, expires_at: expiresAt })
+        .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ reason, banned_by: bannedBy, expires_at: expiresAt }))
+        .execute(),
+    );
   }
 
   async addRelayMember(communityId: string, pubkey: string, role: 'owner' | 'admin' | 'member', addedBy: string | null): Promise<void> {
-    await this.db.writer
-      .insertInto('relay_members')
-      .values({ community_id: communityId, pubkey, role, added_by: addedBy })
-      .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ role }))
-      .execute();
+    await this.db.withWriter('event_write', (db) =>
+      db
+        .insertInto('relay_members')
+        .values({ community_id: communityId, pubkey, role, added_by: addedBy })
+        .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ role }))
+        .execute(),
+    );
   }
 }
 

@@ -83,7 +83,7 @@ export class ModerationCommands {
   async unban(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
     await this.authorise(communityId, actor, target);
     await claim?.();
-    if (!(await this.members.liftBan(this.members.writer, communityId, target))) reject('invalid: member is not banned');
+    if (!(await this.members.onWriter('event_write', (db) => this.members.liftBan(db, communityId, target)))) reject('invalid: member is not banned');
     return '';
   }
 
@@ -91,7 +91,7 @@ export class ModerationCommands {
   async timeout(communityId: string, actor: Actor, target: string, untilSecs: number, reason: string | null, claim?: () => Promise<void>): Promise<string> {
     await this.authorise(communityId, actor, target);
     await claim?.();
-    await this.members.upsertTimeout(this.members.writer, communityId, target, untilSecs, actorKey(actor), reason);
+    await this.members.onWriter('event_write', (db) => this.members.upsertTimeout(db, communityId, target, untilSecs, actorKey(actor), reason));
     return '';
   }
 
@@ -99,18 +99,18 @@ export class ModerationCommands {
   async untimeout(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
     await this.authorise(communityId, actor, target);
     await claim?.();
-    if (!(await this.members.clearTimeout(this.members.writer, communityId, target))) reject('invalid: member is not timed out');
+    if (!(await this.members.onWriter('event_write', (db) => this.members.clearTimeout(db, communityId, target)))) reject('invalid: member is not timed out');
     return '';
   }
 
   /** The actor must be a moderator and outrank the target (nobody moderates themselves or a peer). */
   private async authorise(communityId: string, actor: Actor, target: string | undefined): Promise<void> {
-    const db = this.members.writer;
-    const who: Authority = actor === 'operator' ? 'owner' : (await this.authority.of(db, communityId, actor.pubkey)).authority;
+    const authorityOf = (pubkey: string) => this.members.onWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
+    const who: Authority = actor === 'operator' ? 'owner' : (await authorityOf(actor.pubkey)).authority;
     if (who !== 'owner' && who !== 'admin') reject(MODERATOR_REQUIRED);
     if (target === undefined) return;
     if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot moderate yourself');
-    const theirs = (await this.authority.of(db, communityId, target)).authority;
+    const theirs = (await authorityOf(target)).authority;
     if (!outranks(who, theirs) || (actor === 'operator' && this.authority.isConfigured(target))) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
   }
 }
