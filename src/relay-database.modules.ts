@@ -23,6 +23,8 @@ export function relayDatabaseOptions(config: AppConfig): DatabaseModuleOptions {
     lockTimeoutMs: db.lockTimeoutMs,
     idleTxnTimeoutMs: db.idleTxnTimeoutMs,
     statementCacheSize: db.statementCacheSize,
+    searchPoolSize: db.searchPoolSize,
+    searchStatementTimeoutMs: db.clientReadTimeoutMs,
     migrate: db.autoMigrate,
     partitionMaintenance: { monthsAhead: db.partitionMonthsAhead },
   };

@@ -37,7 +37,7 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
   const pk = cmd.pubkey!;
   switch (cmd.command) {
     case 'list-members': {
-      const rows = await members.members(members.writer, community.id);
+      const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
       return rows.length === 0 ? [`no members in ${cmd.host}`] : rows.map((r) => `${r.pubkey} ${r.role}`);
     }
     case 'add-member':

@@ -43,7 +43,7 @@ export class ModerationController {
 
   private async moderator(req: FastifyRequest): Promise<string> {
     const caller = await this.admission.admit(req, '', 'read');
-    const { authority } = await this.authority.of(this.queue.writer, caller.communityId, caller.pubkey);
+    const { authority } = await this.queue.onWriter('authorization', (db) => this.authority.of(db, caller.communityId, caller.pubkey));
     if (authority !== 'owner' && authority !== 'admin') throw new HttpError(403, MODERATOR_REQUIRED);
     return caller.communityId;
   }

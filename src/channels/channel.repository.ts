@@ -2,8 +2,9 @@
  * Channels (NIP-29 groups) and their members. Reads gate access and writes
  * run inside ingest transactions, so everything here uses the writer.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
+import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { ChannelMemberRole, ChannelType, ChannelVisibility, DB } from '../database/database.types.js';
 
@@ -41,7 +42,10 @@ export interface NewChannel {
 
 @Injectable()
 export class ChannelRepository {
-  constructor(private readonly routed: RoutedReader) {}
+  constructor(
+    private readonly routed: RoutedReader,
+    @Optional() private readonly metrics?: DatabaseMetrics,
+  ) {}
 
   /** Inside a caller's transaction, or a labelled writer checkout: access reads never touch the replica. */
   private on<T>(tx: Kysely<DB> | undefined, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
@@ -176,7 +180,7 @@ export class ChannelRepository {
 
   /** Serialises invite creation per channel, so the open-invite bound holds under concurrency. */
   async lockInvites(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`nip29-invites:${communityId}:${channelId}`}, 0))`.execute(tx);
+    await this.membershipLock(tx, `nip29-invites:${communityId}:${channelId}`);
   }
 
   /** Unspent, unexpired invite codes of a channel. */
@@ -269,7 +273,13 @@ export class ChannelRepository {
    * refresh that locks last reads every membership change committed before it.
    */
   async lockGroupState(tx: Kysely<DB>, communityId: string, channelId: string): Promise<void> {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`nip29-state:${communityId}:${channelId}`}, 0))`.execute(tx);
+    await this.membershipLock(tx, `nip29-state:${communityId}:${channelId}`);
+  }
+
+  /** A transaction-scoped advisory lock on `key`, recorded as `lock_type="membership"` (§6.3). */
+  private async membershipLock(tx: Kysely<DB>, key: string): Promise<void> {
+    const take = () => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
+    await (this.metrics ? this.metrics.advisoryLock('membership', take) : take());
   }
 
   /** Newest created_at (epoch seconds) of the live relay-signed state events of a channel, if any. */

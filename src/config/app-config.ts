@@ -25,6 +25,12 @@ export interface DatabaseConfig {
    * event writes, authentication and authorization.
    */
   readonly writerReadCap: number;
+  /**
+   * `BUZZ_DB_SEARCH_POOL_SIZE` (1..10000, default 4): the NIP-50 search pool's connections, on
+   * `READ_DATABASE_URL` when set, else on `DATABASE_URL`; it also sizes the search gate (one
+   * permit per connection).
+   */
+  readonly searchPoolSize: number;
   readonly lockTimeoutMs: number;
   readonly idleTxnTimeoutMs: number;
   readonly autoMigrate: boolean;
@@ -227,6 +233,8 @@ export interface AuthHoldLimits {
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
 export const DEFAULT_POOL_SIZE = 20;
 export const CLIENT_READ_TIMEOUT_DEFAULT_MS = 20_000;
+/** Search matching is a small, bounded share of a pod's database connections. */
+export const DEFAULT_SEARCH_POOL_SIZE = 4;
 
 /** Half the writer pool, at least one: 20 → 10, 2 → 1. */
 export function defaultWriterReadCap(poolSize: number): number {
@@ -265,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       statementTimeoutMs: r.int('BUZZ_DB_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
       clientReadTimeoutMs: r.int('BUZZ_DB_CLIENT_READ_TIMEOUT_MS', CLIENT_READ_TIMEOUT_DEFAULT_MS, 1, 86_400_000),
       writerReadCap: r.int('BUZZ_DB_WRITER_READ_CAP', defaultWriterReadCap(poolSize), 1, poolSize, `must be an integer in 1..BUZZ_DB_POOL_SIZE (${poolSize})`),
+      searchPoolSize: r.int('BUZZ_DB_SEARCH_POOL_SIZE', DEFAULT_SEARCH_POOL_SIZE, 1, 10_000),
       lockTimeoutMs: r.int('BUZZ_DB_LOCK_TIMEOUT_MS', 5000, 0, 86_400_000),
       idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),
       autoMigrate: r.bool('BUZZ_AUTO_MIGRATE', true),

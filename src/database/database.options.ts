@@ -23,6 +23,13 @@ export interface DatabaseModuleOptions {
   readonly idleTxnTimeoutMs?: number;
   /** Named (prepared) statements per connection; 0 = every statement unnamed (default 100). */
   readonly statementCacheSize?: number;
+  /**
+   * NIP-50 search pool ceiling (`BUZZ_DB_SEARCH_POOL_SIZE`; default 4): matching runs there, on
+   * the replica when configured, else on the writer's server, never on a serving writer connection.
+   */
+  readonly searchPoolSize?: number;
+  /** Search sessions' `statement_timeout`, ms (`BUZZ_DB_CLIENT_READ_TIMEOUT_MS`; default 20000). */
+  readonly searchStatementTimeoutMs?: number;
   /** Apply the relay's migrations at start. Only one process of a deployment should. */
   readonly migrate: boolean;
   /**
@@ -34,7 +41,10 @@ export interface DatabaseModuleOptions {
 
 /** The pool-shaping part of the options with the defaults filled in (what pools.ts reads). */
 export type PoolSettings = Required<
-  Pick<DatabaseModuleOptions, 'poolSize' | 'readPoolSize' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleTxnTimeoutMs' | 'statementCacheSize'>
+  Pick<
+    DatabaseModuleOptions,
+    'poolSize' | 'readPoolSize' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleTxnTimeoutMs' | 'statementCacheSize' | 'searchPoolSize' | 'searchStatementTimeoutMs'
+  >
 >;
 
 /** The relay's own defaults (docs/operator.md), so an importer that sets nothing gets the relay's pools. */
@@ -47,6 +57,8 @@ export function poolSettings(o: DatabaseModuleOptions): PoolSettings {
     lockTimeoutMs: o.lockTimeoutMs ?? 5000,
     idleTxnTimeoutMs: o.idleTxnTimeoutMs ?? 60_000,
     statementCacheSize: o.statementCacheSize ?? 100,
+    searchPoolSize: o.searchPoolSize ?? 4,
+    searchStatementTimeoutMs: o.searchStatementTimeoutMs ?? 20_000,
   };
 }
 

@@ -14,6 +14,7 @@ import { DatabaseUnavailableError, LockTimedOutError, PoolTimeoutError, toDataba
 import {
   ACQUIRE_TIMEOUT_MESSAGE,
   createReaderPool,
+  createSearchPool,
   createWriterPool,
   endPool,
   isDialFailure,
@@ -45,6 +46,8 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
    */
   private readonly readerPool: Pool | undefined;
   readonly writer: Kysely<DB>;
+  /** NIP-50 matching only (§2.1 search pool): on the replica when configured, else the writer's URL. */
+  readonly searchPool: Pool;
   private readerState: ReaderState;
   /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
   private lastReaderDial: 'connected' | 'failed' | undefined;
@@ -71,6 +74,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
     this.readerPool = options.readerUrl ? createReaderPool(this.settings, options.readerUrl, this.onPoolError) : undefined;
     this.readerState = this.readerPool ? 'unknown' : 'absent';
+    this.searchPool = createSearchPool(this.settings, options.readerUrl ?? options.writerUrl, this.onPoolError);
   }
 
   /** The writer's connection string (the replica fence's probe pool dials it too). */
@@ -153,16 +157,20 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
    * the network broke is discarded rather than pooled. Its failures leave typed (database-errors.ts).
    */
   async withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const client = await this.acquireWriter(operation, signal);
-    try {
-      const result = await work(kyselyOn(client));
-      client.release();
-      return result;
-    } catch (err) {
-      const typed = toDatabaseError(err);
-      client.release(typed instanceof DatabaseUnavailableError ? typed : undefined);
-      throw typed;
-    }
+    return runReleasing(await this.acquireWriter(operation, signal), work);
+  }
+
+  /**
+   * An instrumented search-pool checkout (pool_role `search`); the caller releases it. Only the
+   * search gate calls this, after it admitted the search, so the pool never queues a search.
+   */
+  acquireSearch(signal?: AbortSignal): Promise<PoolClient> {
+    return this.acquire(this.searchPool, { poolRole: 'search', operation: 'subscription_history' }, false, signal);
+  }
+
+  /** withWriter's counterpart on the search pool. */
+  async withSearch<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return runReleasing(await this.acquireSearch(), work);
   }
 
   /**
@@ -227,11 +235,12 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     return p !== undefined && p.totalCount >= this.settings.readPoolSize && p.idleCount === 0;
   }
 
-  poolSamples(): { writer: PoolSample; reader?: PoolSample } {
+  poolSamples(): { writer: PoolSample; reader?: PoolSample; search: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
       writer: sample(this.writerPool, this.settings.poolSize),
       reader: this.readerPool ? sample(this.readerPool, this.settings.readPoolSize) : undefined,
+      search: sample(this.searchPool, this.settings.searchPoolSize),
     };
   }
 
@@ -277,7 +286,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.partitionTimer);
     this.closing = true;
-    await Promise.all([endPool(this.writerPool), this.readerPool ? endPool(this.readerPool) : Promise.resolve(true)]);
+    await Promise.all([
+      endPool(this.writerPool),
+      this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
+      endPool(this.searchPool),
+    ]);
   }
 
   /** One terminal outcome per attempt: success, error, timeout, or cancelled when `signal` aborted the wait. */
@@ -332,6 +345,19 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
 /** A checkout that ran out of time (pg-pool's wait, or a lock wait while connecting) is a `timeout`. */
 function acquireOutcome(typed: unknown): 'timeout' | 'error' {
   return typed instanceof PoolTimeoutError || typed instanceof LockTimedOutError ? 'timeout' : 'error';
+}
+
+/** Runs `work` on a checked-out client and releases it; a connection the server or network broke is discarded. */
+async function runReleasing<T>(client: PoolClient, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  try {
+    const result = await work(kyselyOn(client));
+    client.release();
+    return result;
+  } catch (err) {
+    const typed = toDatabaseError(err);
+    client.release(typed instanceof DatabaseUnavailableError ? typed : undefined);
+    throw typed;
+  }
 }
 
 function raceTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {

@@ -1,4 +1,6 @@
 import { loadConfig } from '../config/app-config.js';
+import { relayDatabaseOptions } from '../relay-database.modules.js';
+import { poolSettings } from './database.options.js';
 import { createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from './pools.js';
 
 const UNROUTABLE = 'postgres://buzz:pw@10.255.255.1:5432/buzz';
@@ -7,7 +9,7 @@ type Opts = { max: number; min: number; connectionTimeoutMillis: number; maxLife
 const opts = (p: { options: unknown }) => p.options as Opts;
 
 describe('pools', () => {
-  const cfg = loadConfig({ DATABASE_URL: UNROUTABLE, BUZZ_DB_READ_POOL_SIZE: '7' }).database;
+  const cfg = poolSettings(relayDatabaseOptions(loadConfig({ DATABASE_URL: UNROUTABLE, BUZZ_DB_READ_POOL_SIZE: '7' })));
 
   it('connect_read_pool_is_lazy_and_independently_sized', async () => {
     const pool = createReaderPool(cfg, UNROUTABLE, () => undefined);

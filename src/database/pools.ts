@@ -15,6 +15,8 @@ export const WRITER_POOL_MIN = 2;
 export const WRITER_ACQUIRE_TIMEOUT_MS = 3000;
 export const POOL_MAX_LIFETIME_SECS = 1800;
 export const POOL_IDLE_TIMEOUT_MS = 600_000;
+/** The search pool's sessions, as `pg_stat_activity` shows them on whichever server it uses. */
+export const SEARCH_APPLICATION_NAME = 'buzz-relay-search';
 /** How long a read waits for a reader connection (DatabaseService.acquireReader). */
 export const READER_ACQUIRE_TIMEOUT_MS = 150;
 /**
@@ -108,6 +110,31 @@ export function createReaderPool(cfg: PoolSettings, url: string, onError: PoolEr
     Client: statementCachingClient(cfg.statementCacheSize),
   });
   return withErrorListener(pool, 'reader', onError);
+}
+
+/**
+ * The NIP-50 search pool (database.md §2.1): matching only, ids and ranks, never fenced. It
+ * prefers the replica and falls back to the writer's URL when no replica is configured; either
+ * way it is its own bounded pool, so a burst of searches never takes a serving writer
+ * connection. Lazy like the reader (a replica that is down at boot cannot stop start-up). Every
+ * session is read-only and carries the client-read statement deadline from its startup packet,
+ * so no hook runs on connect; the client-side timer guards a stalled socket.
+ */
+export function createSearchPool(cfg: PoolSettings, url: string, onError: PoolErrorSink): Pool {
+  const session = [`-c default_transaction_read_only=on`, `-c statement_timeout=${cfg.searchStatementTimeoutMs}`].join(' ');
+  const pool = new Pool({
+    connectionString: url,
+    application_name: SEARCH_APPLICATION_NAME,
+    max: cfg.searchPoolSize,
+    min: 0,
+    connectionTimeoutMillis: READER_DIAL_TIMEOUT_MS,
+    idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
+    maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
+    options: session,
+    query_timeout: cfg.searchStatementTimeoutMs + 1000,
+    Client: statementCachingClient(cfg.statementCacheSize),
+  });
+  return withErrorListener(pool, 'search', onError);
 }
 
 /** The message of an acquire that ran out of time (pg-pool's own, and DatabaseService.acquireReader's). */

@@ -2,11 +2,13 @@
  * Every SQL statement of the write path. Methods take the transaction they run
  * in; the caller (EventWriter) decides how transactions are grouped.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { Kysely, sql, Transaction } from 'kysely';
 import { isHex64 } from '../common/nostr.types.js';
 import { REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
 import { DB } from '../database/database.types.js';
+import type { AdvisoryLockType } from '../metrics/database-metrics.service.js';
+import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import type { KindTarget } from './kind-validators.js';
 import { StoredEventInput, ThreadAnchor } from './stored-event.js';
 
@@ -36,6 +38,9 @@ export interface ParentThreadRow {
 
 @Injectable()
 export class EventWriteRepository {
+  /** Metrics are optional so tooling (benchmarks, plan tests) can use the SQL alone. */
+  constructor(@Optional() private readonly metrics?: DatabaseMetrics) {}
+
   /**
    * Channel-event writes take the replica-floor lock shared, so a fence probe
    * cannot sample the writer clock while one of them is in flight.
@@ -175,10 +180,14 @@ export class EventWriteRepository {
     return rows[0];
   }
 
-  /** Serialises writers of one replaceable coordinate for the rest of the transaction. */
-  async lockCoordinate(tx: Tx, communityId: string, pubkeyHex: string, kind: number, dTag: string | null): Promise<void> {
+  /**
+   * Serialises writers of one replaceable coordinate for the rest of the transaction; the wait is
+   * recorded under `lockType` (`membership` for the NIP-43 snapshot).
+   */
+  async lockCoordinate(tx: Tx, communityId: string, pubkeyHex: string, kind: number, dTag: string | null, lockType: AdvisoryLockType = 'replacement'): Promise<void> {
     const key = `${communityId}:${pubkeyHex}:${kind}:${dTag ?? ''}`;
-    await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
+    const take = () => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
+    await (this.metrics ? this.metrics.advisoryLock(lockType, take) : take());
   }
 
   async supersedeVersions(tx: Tx, communityId: string, pubkeyHex: string, kind: number, dTag: string | null, keepIdHex: string): Promise<void> {

@@ -9,6 +9,7 @@ import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Kysely, Transaction } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
+import { DatabaseMetrics, TransactionOperation } from '../metrics/database-metrics.service.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { StoredEventInput } from './stored-event.js';
 
@@ -37,6 +38,7 @@ export class EventWriter implements BeforeApplicationShutdown {
   constructor(
     private readonly db: DatabaseService,
     private readonly repo: EventWriteRepository,
+    private readonly metrics: DatabaseMetrics,
   ) {}
 
   /** Stores a regular event; resolves after its transaction committed. */
@@ -60,15 +62,18 @@ export class EventWriter implements BeforeApplicationShutdown {
 
   /**
    * Runs fn in one writer transaction, with the floor lock when it touches a channel, on a
-   * checkout recorded as `event_write` (§6.2).
+   * checkout recorded as `event_write` (§6.2). A named transaction (`timed`) is also recorded in
+   * buzz_db_transaction_duration_seconds, from BEGIN to COMMIT or rollback (§6.3).
    */
-  async transaction<T>(touchesChannel: boolean, fn: (tx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return this.db.withWriter('event_write', (db) =>
-      db.transaction().execute(async (tx) => {
-        if (touchesChannel) await this.repo.lockFloorShared(tx);
-        return fn(tx);
-      }),
-    );
+  async transaction<T>(touchesChannel: boolean, fn: (tx: Transaction<DB>) => Promise<T>, timed?: TransactionOperation): Promise<T> {
+    return this.db.withWriter('event_write', (db) => {
+      const run = () =>
+        db.transaction().execute(async (tx) => {
+          if (touchesChannel) await this.repo.lockFloorShared(tx);
+          return fn(tx);
+        });
+      return timed ? this.metrics.timeTransaction(timed, run) : run();
+    });
   }
 
   /** Inserts items of one community inside tx; returns the hex ids that were new. */

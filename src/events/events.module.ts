@@ -7,6 +7,7 @@ import { RedisModule } from '../redis/redis.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
+import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
 import { CountService } from './count.service.js';
@@ -26,6 +27,7 @@ import { ReportIntake } from './commands/report.commands.js';
   imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
   providers: [
     IngestGates,
+    SearchGate,
     SearchRepository,
     SearchService,
     {

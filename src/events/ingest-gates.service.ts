@@ -65,7 +65,7 @@ export class IngestGates {
     const targetId = kindTargetOf(event);
     if (targetId === undefined) return;
     // The writer: a target stored a moment ago must be found, and an edit right decided on current data.
-    const target = await this.events.findKindTarget(this.database.writer, communityId, targetId);
+    const target = await this.database.withWriter('authorization', (db) => this.events.findKindTarget(db, communityId, targetId));
     const refusal = kindTargetError(event, channelId, target);
     if (refusal) reject(refusal);
   }

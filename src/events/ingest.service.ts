@@ -3,8 +3,10 @@
  * to an `OK` reason, then storage, then live fan-out of what was newly stored.
  */
 import { Injectable } from '@nestjs/common';
+import { Kysely } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
+import { DB } from '../database/database.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { deletionTarget, deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';
 import { EventBus } from './event-bus.js';
@@ -131,12 +133,13 @@ export class IngestService {
   private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
     const derived = deriveChannel(event);
     if (!derived.ok) return reject(derived.reason);
-    if (derived.fromTarget) {
-      const target = await this.repo.findTargetChannel(this.writerDb(), communityId, derived.fromTarget);
+    const { fromTarget, fromCoordinate } = derived;
+    if (fromTarget) {
+      const target = await this.onWriter((db) => this.repo.findTargetChannel(db, communityId, fromTarget));
       if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
       return { channelId: target ?? null };
     }
-    if (derived.fromCoordinate) return { channelId: (await this.repo.findCoordinateChannel(this.writerDb(), communityId, derived.fromCoordinate)) ?? null };
+    if (fromCoordinate) return { channelId: (await this.onWriter((db) => this.repo.findCoordinateChannel(db, communityId, fromCoordinate))) ?? null };
     return derived;
   }
 
@@ -144,7 +147,7 @@ export class IngestService {
     if (!channelId || !THREAD_KINDS.has(event.kind)) return null;
     const refs = threadRefsOf(event);
     if (!refs) return { parent: null, root: null, depth: 0 };
-    const parent = await this.repo.findThreadParent(this.writerDb(), communityId, refs.parent);
+    const parent = await this.onWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
     if (!parent) return reject('invalid: thread parent event not found');
     if (parent.channel_id !== channelId) reject('invalid: thread parent is in another channel');
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
@@ -217,7 +220,7 @@ export class IngestService {
       if (!inserted.has(event.id)) return 'duplicate';
       await this.repo.supersedeVersions(tx, communityId, event.pubkey, event.kind, dTag, event.id);
       return 'stored';
-    });
+    }, replacementOperation(dTag));
   }
 
   /**
@@ -250,7 +253,7 @@ export class IngestService {
     for (const { root, channelId } of roots) {
       const rootId = root.id;
       try {
-        const s = await this.repo.threadSummary(this.writerDb(), communityId, root);
+        const s = await this.onWriter((db) => this.repo.threadSummary(db, communityId, root));
         if (!s) continue;
         const event = this.signer.sign({
           kind: KIND.THREAD_SUMMARY,
@@ -273,9 +276,9 @@ export class IngestService {
     return { accepted: false, message, eventId };
   }
 
-  /** Ingest lookups read the writer: a just-stored parent must be found at once. */
-  private writerDb() {
-    return this.database.writer;
+  /** Ingest lookups read the writer (a just-stored parent must be found at once), on `event_write` checkouts. */
+  private onWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.database.withWriter('event_write', work);
   }
 }
 
@@ -294,4 +297,13 @@ function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error'
 function idOf(raw: unknown): string | undefined {
   const id = (raw as { id?: unknown } | null)?.id;
   return typeof id === 'string' && /^[0-9a-f]{64}$/.test(id) ? id : undefined;
+}
+
+/**
+ * §6.3's two replacement transactions: an addressable event (kinds 30000–39999, replaced per
+ * `d` tag) is `replace_addressable_event`; a replaceable one (0, 3, 10000–19999, one per pubkey
+ * and kind) is `replace_parameterized_event`.
+ */
+function replacementOperation(dTag: string | null): 'replace_addressable_event' | 'replace_parameterized_event' {
+  return dTag === null ? 'replace_parameterized_event' : 'replace_addressable_event';
 }

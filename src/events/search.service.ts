@@ -1,8 +1,9 @@
 /**
- * NIP-50 search: full-text matching returns ids and ranks only (on the writer,
- * outside the fence, like upstream's search pool), and every hit is hydrated
- * through the fenced, routed by-id read, so no unproved row is ever shown. The
- * hydration is a history read: capped and shed like the others.
+ * NIP-50 search: full-text matching returns ids and ranks only, on the search pool
+ * (the replica when configured), outside the fence and behind its own gate
+ * (SearchGate); every hit is hydrated through the fenced, routed by-id read, so no
+ * unproved row is ever shown. The hydration is a history read: capped and shed like
+ * the others.
  */
 import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
@@ -11,6 +12,7 @@ import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { BOUNDED } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
 import { ReadScope } from './read-scope.js';
+import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';
 
 export interface SearchRequest {
@@ -30,11 +32,12 @@ export class SearchService {
   constructor(
     private readonly repo: SearchRepository,
     private readonly routed: RoutedReader,
+    private readonly gate: SearchGate,
   ) {}
 
   async search(scope: ReadScope, req: SearchRequest): Promise<NostrEvent[]> {
     if (matchesNothing(req.filter)) return [];
-    const ids = await this.routed.writerRead('subscription_history', (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
+    const ids = await this.gate.match(req.path, (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset));
     if (ids.length === 0) return [];
     const hydrate = (db: Parameters<SearchRepository['byIds']>[0]) => this.repo.byIds(db, scope.communityId, ids);
     if (req.strong) return this.routed.writerRead('authorization', hydrate);

@@ -3,6 +3,7 @@
  * wire contract with dashboards: keep them exactly as the spec writes them. Every label
  * vocabulary is closed and listed here, so the series budget is derivable from this file.
  */
+import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import type { ConnectionStep, ConnectionStepOutcome, ConnectionStepSink } from '../database/connection-steps.js';
@@ -80,13 +81,41 @@ export const WRITER_OPERATIONS = [
   'maintenance',
 ] as const;
 export const READER_OPERATIONS = ['bootstrap', 'authorization', 'subscription_history', 'maintenance'] as const;
+/**
+ * The search pool's one pair (this project's addition to §6.2's twelve): matching is a client's
+ * history read, so it carries `subscription_history`.
+ */
+export const SEARCH_OPERATIONS = ['subscription_history'] as const;
 export type WriterOperation = (typeof WRITER_OPERATIONS)[number];
 export type ReaderPoolOperation = (typeof READER_OPERATIONS)[number];
+export type SearchPoolOperation = (typeof SEARCH_OPERATIONS)[number];
 export type PoolAcquire =
   | { readonly poolRole: 'writer'; readonly operation: WriterOperation }
-  | { readonly poolRole: 'reader'; readonly operation: ReaderPoolOperation };
+  | { readonly poolRole: 'reader'; readonly operation: ReaderPoolOperation }
+  | { readonly poolRole: 'search'; readonly operation: SearchPoolOperation };
 export const ACQUIRE_OUTCOMES = ['success', 'error', 'timeout', 'cancelled'] as const;
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
+
+/**
+ * §6.3: advisory-lock families. `lock_type` is closed; this relay takes `replacement` (a
+ * replaceable or addressable coordinate) and `membership` (NIP-29 group state and invites, the
+ * NIP-43 membership snapshot). `push_gate` and `deletion` name features this relay does not have,
+ * and the migrator's lock is taken inside Kysely. Outcomes: `success`, `timeout` (SQLSTATE 55P03,
+ * the session's `lock_timeout`), `error` (anything else, e.g. a cancelled statement).
+ */
+export const ADVISORY_LOCK_TYPES = ['replacement', 'membership', 'push_gate', 'deletion', 'migration_schema_safety'] as const;
+export type AdvisoryLockType = (typeof ADVISORY_LOCK_TYPES)[number];
+export const ADVISORY_LOCK_OUTCOMES = ['success', 'timeout', 'error'] as const;
+/** §6.3: transactions timed by buzz_db_transaction_duration_seconds (outcome `success` = committed, else `error`). */
+export const TRANSACTION_OPERATIONS = [
+  'replace_parameterized_event',
+  'replace_addressable_event',
+  'publish_nip43_membership_locked',
+  'accept_push_lease_event',
+  'begin_community_deletion_quiescing',
+  'fence_community_deletion',
+] as const;
+export type TransactionOperation = (typeof TRANSACTION_OPERATIONS)[number];
 
 /** §6.5: gauge roles (the fence-probe pool is deliberately not one). */
 export const POOL_ROLES = ['writer', 'reader', 'audit', 'search'] as const;
@@ -169,6 +198,23 @@ export class DatabaseMetrics implements ConnectionStepSink {
     help: 'Pool acquisitions (compatibility family)',
     labelNames: ['pool_role', 'operation', 'outcome'],
   });
+  readonly advisoryLockWait = histogram({
+    name: 'buzz_db_advisory_lock_wait_seconds',
+    help: 'Time spent waiting for a transaction-scoped advisory lock (database.md §6.3)',
+    labelNames: ['lock_type', 'outcome'],
+    buckets: SECONDS_BUCKETS,
+  });
+  readonly advisoryLockAcquisitions = counter({
+    name: 'buzz_db_advisory_lock_acquisitions_total',
+    help: 'Advisory lock acquisitions by terminal outcome',
+    labelNames: ['lock_type', 'outcome'],
+  });
+  readonly transactionDuration = histogram({
+    name: 'buzz_db_transaction_duration_seconds',
+    help: 'Duration of named writer transactions, begin to commit or rollback (database.md §6.3)',
+    labelNames: ['operation', 'outcome'],
+    buckets: SECONDS_BUCKETS,
+  });
   readonly poolConnections = gauge({
     name: 'buzz_db_pool_connections',
     help: 'Pool connections by state',
@@ -198,6 +244,37 @@ export class DatabaseMetrics implements ConnectionStepSink {
   recordRoute(path: RoutePathLabel, event: RouteEvent): void {
     this.routeDecision.inc({ path, decision: event.decision, reason: event.reason });
     trace.getActiveSpan()?.setAttributes({ path, decision: event.decision, reason: event.reason });
+  }
+
+  /** Runs `take` (one `pg_advisory_xact_lock…` statement) and records how long it waited and how it ended. */
+  async advisoryLock<T>(lockType: AdvisoryLockType, take: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const end = (outcome: (typeof ADVISORY_LOCK_OUTCOMES)[number]) => {
+      this.advisoryLockWait.observe({ lock_type: lockType, outcome }, (performance.now() - started) / 1000);
+      this.advisoryLockAcquisitions.inc({ lock_type: lockType, outcome });
+    };
+    try {
+      const result = await take();
+      end('success');
+      return result;
+    } catch (err) {
+      end((err as { code?: unknown } | null)?.code === '55P03' ? 'timeout' : 'error');
+      throw err;
+    }
+  }
+
+  /** Times one writer transaction (`run` begins and commits it); outcome `error` when it rolled back. */
+  async timeTransaction<T>(operation: TransactionOperation, run: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const end = (outcome: 'success' | 'error') => this.transactionDuration.observe({ operation, outcome }, (performance.now() - started) / 1000);
+    try {
+      const result = await run();
+      end('success');
+      return result;
+    } catch (err) {
+      end('error');
+      throw err;
+    }
   }
 
   recordSpill(path: RoutePathLabel, reason: SpillReason): void {
@@ -235,9 +312,12 @@ export class DatabaseMetrics implements ConnectionStepSink {
 
   /** Republishes every valid pair (zeros included); reader pairs only with a reader pool. */
   publishWaiters(hasReader: boolean): void {
-    for (const op of WRITER_OPERATIONS) this.acquireWaiters.set({ pool_role: 'writer', operation: op }, this.inflight.get(`writer/${op}`) ?? 0);
-    if (!hasReader) return;
-    for (const op of READER_OPERATIONS) this.acquireWaiters.set({ pool_role: 'reader', operation: op }, this.inflight.get(`reader/${op}`) ?? 0);
+    const publish = (role: 'writer' | 'reader' | 'search', ops: readonly string[]) => {
+      for (const op of ops) this.acquireWaiters.set({ pool_role: role, operation: op }, this.inflight.get(`${role}/${op}`) ?? 0);
+    };
+    publish('writer', WRITER_OPERATIONS);
+    publish('search', SEARCH_OPERATIONS);
+    if (hasReader) publish('reader', READER_OPERATIONS);
   }
 
   publishPools(samples: Partial<Record<PoolRole, PoolSample>>): void {

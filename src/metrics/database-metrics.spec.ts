@@ -1,11 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { register } from 'prom-client';
 import {
   ACQUIRE_OUTCOMES,
+  ADVISORY_LOCK_TYPES,
+  TRANSACTION_OPERATIONS,
   DatabaseMetrics,
   POOL_ROLES,
   READER_OPERATIONS,
   REJECTED_REASONS,
+  SEARCH_OPERATIONS,
   REPLICA_REASONS,
   ROUTE_PATHS,
   SPILL_REASONS,
@@ -30,10 +33,28 @@ describe('database metric vocabularies', () => {
       'reader_validation_error',
     ]);
     expect(WRITER_OPERATIONS.length + READER_OPERATIONS.length).toBe(12);
+    expect(SEARCH_OPERATIONS).toEqual(['subscription_history']); // the search pool's one pair (issue 20)
+    // §6.3, exactly as the spec lists them.
+    expect(ADVISORY_LOCK_TYPES).toEqual(['replacement', 'membership', 'push_gate', 'deletion', 'migration_schema_safety']);
+    expect(TRANSACTION_OPERATIONS).toEqual([
+      'replace_parameterized_event',
+      'replace_addressable_event',
+      'publish_nip43_membership_locked',
+      'accept_push_lease_event',
+      'begin_community_deletion_quiescing',
+      'fence_community_deletion',
+    ]);
   });
 
   it('the pool acquisition series budget derives from the closed vocabularies (legacy families carry operation)', async () => {
-    const pairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length;
+    const pairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length + SEARCH_OPERATIONS.length;
+    const legacyPairs = WRITER_OPERATIONS.length + READER_OPERATIONS.length; // the search pool postdates them
+    for (const op of SEARCH_OPERATIONS) {
+      for (const outcome of ACQUIRE_OUTCOMES) {
+        metrics.acquireBegin({ poolRole: 'search', operation: op });
+        metrics.acquireEnd({ poolRole: 'search', operation: op }, outcome, 0.001, false);
+      }
+    }
     for (const op of WRITER_OPERATIONS) {
       for (const outcome of ACQUIRE_OUTCOMES) {
         metrics.acquireBegin({ poolRole: 'writer', operation: op });
@@ -53,10 +74,10 @@ describe('database metric vocabularies', () => {
     expect(await series('buzz_db_pool_waiters')).toHaveLength(pairs);
     // Legacy families: never `cancelled`, always with `operation`.
     const legacy = await series('buzz_db_pool_acquisitions_total');
-    expect(legacy).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(legacy).toHaveLength(legacyPairs * (ACQUIRE_OUTCOMES.length - 1));
     expect(legacy.every((v) => typeof v.labels.operation === 'string')).toBe(true);
     const waitCounts = (await series('buzz_db_pool_acquire_wait_seconds')).filter((v) => (v as { metricName?: string }).metricName === 'buzz_db_pool_acquire_wait_seconds_count');
-    expect(waitCounts).toHaveLength(pairs * (ACQUIRE_OUTCOMES.length - 1));
+    expect(waitCounts).toHaveLength(legacyPairs * (ACQUIRE_OUTCOMES.length - 1));
     expect(waitCounts.every((v) => typeof v.labels.operation === 'string')).toBe(true);
   });
 
@@ -95,5 +116,14 @@ describe('source policy (seed 001)', () => {
     // The only serving-writer checkout of the fence is the boot verification (operation bootstrap).
     expect(service.match(/acquireWriter\(/g)).toHaveLength(1);
     expect(service).toMatch(/acquireWriter\('bootstrap'\)/);
+  });
+});
+
+describe('source policy (issue 20): every serving-writer use is a labelled checkout', () => {
+  it('no code outside src/database reaches the unlabelled writer handle (DatabaseService.writer)', () => {
+    const root = new URL('../', import.meta.url);
+    const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts') && !f.startsWith('database/'));
+    const offenders = files.filter((f) => /\b(db|database)\.writer\b(?!Pool|Reachable|Read)/.test(readFileSync(new URL(f, root), 'utf8')));
+    expect(offenders).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB, ReportStatus, ReportTargetKind } from '../database/database.types.js';
+import type { WriterOperation } from '../metrics/database-metrics.service.js';
 
 export interface NewReport {
   readonly reportEventId: string;
@@ -47,13 +48,15 @@ export const LISTING_MAX = 500;
 export class ModerationQueueRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  get writer(): Kysely<DB> {
-    return this.database.writer;
+  /** One labelled writer checkout (§6.2): a command's transaction, or a lookup outside one. */
+  onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.database.withWriter(operation, work);
   }
 
   /** Queues a report; false when this report event was queued already (a re-send). */
   async insertReport(communityId: string, r: NewReport): Promise<boolean> {
-    const row = await this.database.writer
+    const row = await this.onWriter('event_write', (db) =>
+      db
       .insertInto('moderation_reports')
       .values({
         community_id: communityId,
@@ -68,7 +71,8 @@ export class ModerationQueueRepository {
       })
       .onConflict((oc) => oc.columns(['community_id', 'report_event_id']).doNothing())
       .returning('id')
-      .executeTakeFirst();
+      .executeTakeFirst(),
+    );
     return row !== undefined;
   }
 
@@ -112,23 +116,27 @@ export class ModerationQueueRepository {
 
   /** The community's reports, newest first; only those of `status` when given. */
   async reports(communityId: string, status: ReportStatus | undefined, limit: number) {
-    let q = this.database.writer
-      .selectFrom('moderation_reports')
-      .select(['id', 'report_event_id', 'reporter_pubkey', 'target_kind', 'target_pubkey', 'target_event_id', 'channel_id', 'report_type', 'note', 'status', 'resolution_action', 'resolved_by', 'resolved_at', 'created_at'])
-      .where('community_id', '=', communityId);
-    if (status !== undefined) q = q.where('status', '=', status);
-    return q.orderBy('created_at', 'desc').orderBy('id').limit(Math.min(limit, LISTING_MAX)).execute();
+    return this.onWriter('authorization', (db) => {
+      let q = db
+        .selectFrom('moderation_reports')
+        .select(['id', 'report_event_id', 'reporter_pubkey', 'target_kind', 'target_pubkey', 'target_event_id', 'channel_id', 'report_type', 'note', 'status', 'resolution_action', 'resolved_by', 'resolved_at', 'created_at'])
+        .where('community_id', '=', communityId);
+      if (status !== undefined) q = q.where('status', '=', status);
+      return q.orderBy('created_at', 'desc').orderBy('id').limit(Math.min(limit, LISTING_MAX)).execute();
+    });
   }
 
   /** The community's moderation decisions, newest first. */
   async actions(communityId: string, limit: number) {
-    return this.database.writer
-      .selectFrom('moderation_actions')
-      .select(['id', 'actor_pubkey', 'action', 'target_pubkey', 'target_event_id', 'report_id', 'command_event_id', 'reason', 'expires_at', 'created_at'])
-      .where('community_id', '=', communityId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id')
-      .limit(Math.min(limit, LISTING_MAX))
-      .execute();
+    return this.onWriter('authorization', (db) =>
+      db
+        .selectFrom('moderation_actions')
+        .select(['id', 'actor_pubkey', 'action', 'target_pubkey', 'target_event_id', 'report_id', 'command_event_id', 'reason', 'expires_at', 'created_at'])
+        .where('community_id', '=', communityId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(Math.min(limit, LISTING_MAX))
+        .execute(),
+    );
   }
 }

@@ -163,11 +163,13 @@ export class ModerationRepository {
   }
 
   async addRelayMember(communityId: string, pubkey: string, role: 'owner' | 'admin' | 'member', addedBy: string | null): Promise<void> {
-    await this.db.writer
-      .insertInto('relay_members')
-      .values({ community_id: communityId, pubkey, role, added_by: addedBy })
-      .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ role }))
-      .execute();
+    await this.db.withWriter('event_write', (db) =>
+      db
+        .insertInto('relay_members')
+        .values({ community_id: communityId, pubkey, role, added_by: addedBy })
+        .onConflict((oc) => oc.columns(['community_id', 'pubkey']).doUpdateSet({ role }))
+        .execute(),
+    );
   }
 }
 

@@ -8,6 +8,7 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
+import type { WriterOperation } from '../metrics/database-metrics.service.js';
 import { DB, RelayMemberRole } from '../database/database.types.js';
 
 export interface RelayMemberRow {
@@ -19,9 +20,9 @@ export interface RelayMemberRow {
 export class RelayMembershipRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** The writer, for callers outside a transaction. */
-  get writer(): Kysely<DB> {
-    return this.database.writer;
+  /** One labelled writer checkout (§6.2), for callers outside a transaction. */
+  onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.database.withWriter(operation, work);
   }
 
   /** The pubkey's row role, locked against concurrent role changes until the transaction ends. */
@@ -87,11 +88,13 @@ export class RelayMembershipRepository {
    * statement, idempotent. Returns the communities whose row was created or promoted.
    */
   async ensureOwnerEverywhere(pubkey: string): Promise<string[]> {
-    const { rows } = await sql<{ community_id: string }>`
-      insert into relay_members (community_id, pubkey, role, added_by)
-      select c.id, ${pubkey}, 'owner', null from communities c
-      on conflict (community_id, pubkey) do update set role = 'owner' where relay_members.role <> 'owner'
-      returning community_id`.execute(this.database.writer);
+    const { rows } = await this.database.withWriter('bootstrap', (db) =>
+      sql<{ community_id: string }>`
+        insert into relay_members (community_id, pubkey, role, added_by)
+        select c.id, ${pubkey}, 'owner', null from communities c
+        on conflict (community_id, pubkey) do update set role = 'owner' where relay_members.role <> 'owner'
+        returning community_id`.execute(db),
+    );
     return rows.map((r) => r.community_id);
   }
 

@@ -51,11 +51,14 @@ export class GapFillRepository {
   async page(communityIds: readonly string[], sinceMs: number, cursor: GapCursor | undefined, limit: number): Promise<GapPage> {
     const where = gapWhere(communityIds, sinceMs, cursor);
     if (!where || limit <= 0) return { rows: [], next: undefined };
-    const { rows } = await sql<GapDbRow>`
+    // A history read the relay replays to its own subscribers, on the writer (relay.md §2.8).
+    const { rows } = await this.db.withWriter('subscription_history', (db) =>
+      sql<GapDbRow>`
       select ${EVENT_COLUMNS}, e.community_id, e.channel_id, e.received_at::text as received_key
         from events e where ${where}
        order by e.received_at, e.id
-       limit ${pageBound(limit)}`.execute(this.db.writer);
+       limit ${pageBound(limit)}`.execute(db),
+    );
     const last = rows.at(-1);
     return {
       rows: rows.map((r) => ({ communityId: r.community_id, channelId: r.channel_id, event: rowToEvent(r) })),
@@ -67,8 +70,9 @@ export class GapFillRepository {
   async remaining(communityIds: readonly string[], sinceMs: number, cursor: GapCursor, max: number): Promise<number> {
     const where = gapWhere(communityIds, sinceMs, cursor);
     if (!where) return 0;
-    const { rows } = await sql<{ n: string }>`
-      select count(*) as n from (select 1 from events e where ${where} limit ${pageBound(max)}) s`.execute(this.db.writer);
+    const { rows } = await this.db.withWriter('subscription_history', (db) =>
+      sql<{ n: string }>`select count(*) as n from (select 1 from events e where ${where} limit ${pageBound(max)}) s`.execute(db),
+    );
     return Number(rows[0]?.n ?? 0);
   }
 }

@@ -64,7 +64,8 @@ export class CommunityRepository {
   /** Creates a community for the first host with the others as aliases; idempotent. */
   async ensureCommunity(hosts: readonly string[], name: string): Promise<string> {
     const [primary, ...aliases] = hosts;
-    return this.db.writer.transaction().execute(async (tx) => {
+    // Start-up (the default hosts) and the admin CLI's create-community: `bootstrap` either way.
+    return this.db.withWriter('bootstrap', (db) => db.transaction().execute(async (tx) => {
       await tx
         .insertInto('communities')
         .values({ host: primary, name })
@@ -79,6 +80,6 @@ export class CommunityRepository {
           .execute();
       }
       return id;
-    });
+    }));
   }
 }

@@ -9,6 +9,8 @@ import type { Pool } from 'pg';
 import { register } from 'prom-client';
 import { CONNECTION_STEPS } from '../../src/database/connection-steps.js';
 import { loadConfig } from '../../src/config/app-config.js';
+import { poolSettings } from '../../src/database/database.options.js';
+import { relayDatabaseOptions } from '../../src/relay-database.modules.js';
 import { createWriterPool, endPool } from '../../src/database/pools.js';
 import { ConnectionSteps } from '../../src/database/connection-steps.js';
 import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
@@ -71,7 +73,7 @@ describe('writer pairs and the cancelled outcome', () => {
 });
 
 describe('writer connection setup steps (§6.6)', () => {
-  const cfg = loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused' }).database;
+  const cfg = poolSettings(relayDatabaseOptions(loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused' })));
   const metrics = new DatabaseMetrics();
   const snapshot = async () => Object.fromEntries(await Promise.all(CONNECTION_STEPS.flatMap((s) => ['succeeded', 'failed', 'timed_out'].map(async (o) => [`${s}/${o}`, await step(s, o)] as const))));
   const delta = (before: Record<string, number>, after: Record<string, number>) =>

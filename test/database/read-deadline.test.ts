@@ -6,6 +6,8 @@
  */
 import { Pool, PoolClient } from 'pg';
 import { loadConfig } from '../../src/config/app-config.js';
+import { poolSettings } from '../../src/database/database.options.js';
+import { relayDatabaseOptions } from '../../src/relay-database.modules.js';
 import { armReadDeadline, disarmReadDeadline } from '../../src/database/read-deadline.js';
 import { createWriterPool } from '../../src/database/pools.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
@@ -17,7 +19,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   // One connection, so every checkout below is the same session.
   const config = loadConfig({ DATABASE_URL: db.writerUrl, BUZZ_DB_POOL_SIZE: '1', BUZZ_DB_STATEMENT_TIMEOUT_MS: '90000' });
-  pool = createWriterPool(config.database, db.writerUrl, () => undefined);
+  pool = createWriterPool(poolSettings(relayDatabaseOptions(config)), db.writerUrl, () => undefined);
 });
 
 afterAll(async () => {

@@ -129,7 +129,7 @@ export class ModerationCommands {
   async resolveReport(communityId: string, actor: Actor, r: Resolution, origin?: CommandOrigin): Promise<string> {
     await this.authorise(communityId, actor, undefined);
     await origin?.claim();
-    await this.queue.writer.transaction().execute(async (tx) => {
+    await this.queue.onWriter('event_write', (db) => db.transaction().execute(async (tx) => {
       const report = await this.queue.lockReport(tx, communityId, r.reportEventId);
       if (report === undefined) reject('invalid: report not found in this community');
       if (report.status !== 'open') reject('invalid: report is not open (already resolved or dismissed)');
@@ -143,7 +143,7 @@ export class ModerationCommands {
         commandEventId: origin?.eventId ?? null,
         reason: r.reason,
       });
-    });
+    }));
     this.logger.log({ communityId, report: r.reportEventId, status: r.status }, 'report resolved');
     return '';
   }
@@ -155,20 +155,20 @@ export class ModerationCommands {
   private async change(communityId: string, actor: Actor, target: string, origin: CommandOrigin | undefined, apply: (tx: Kysely<DB>) => Promise<Omit<NewAction, 'actorPubkey'>>): Promise<void> {
     await this.authorise(communityId, actor, target);
     await origin?.claim();
-    await this.members.writer.transaction().execute(async (tx) => {
+    await this.members.onWriter('event_write', (db) => db.transaction().execute(async (tx) => {
       const audit = await apply(tx);
       await this.queue.recordAction(tx, communityId, { ...audit, actorPubkey: actorKey(actor), targetPubkey: target, commandEventId: origin?.eventId ?? null });
-    });
+    }));
   }
 
   /** The actor must be a moderator and outrank the target (nobody moderates themselves or a peer). */
   private async authorise(communityId: string, actor: Actor, target: string | undefined): Promise<void> {
-    const db = this.members.writer;
-    const who: Authority = actor === 'operator' ? 'owner' : (await this.authority.of(db, communityId, actor.pubkey)).authority;
+    const authorityOf = (pubkey: string) => this.members.onWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
+    const who: Authority = actor === 'operator' ? 'owner' : (await authorityOf(actor.pubkey)).authority;
     if (who !== 'owner' && who !== 'admin') reject(MODERATOR_REQUIRED);
     if (target === undefined) return;
     if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot moderate yourself');
-    const theirs = (await this.authority.of(db, communityId, target)).authority;
+    const theirs = (await authorityOf(target)).authority;
     if (!outranks(who, theirs) || (actor === 'operator' && this.authority.isConfigured(target))) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
   }
 }

@@ -43,7 +43,7 @@ export class Nip43State {
    */
   private async snapshot(tx: Kysely<DB>, communityId: string): Promise<NostrEvent> {
     const kind = KIND.NIP43_MEMBERSHIP_LIST;
-    await this.events.lockCoordinate(tx, communityId, this.signer.pubkey, kind, null);
+    await this.events.lockCoordinate(tx, communityId, this.signer.pubkey, kind, null, 'membership');
     const current = await this.events.findCurrentVersion(tx, communityId, this.signer.pubkey, kind, null);
     const createdAt = Math.max(Math.floor(Date.now() / 1000), current ? Number(current.created_at) + 1 : 0);
     const rows = await this.members.members(tx, communityId);

@@ -184,7 +184,7 @@ export class RelayAdminCommands {
       const c = await change(tx);
       if (c.changed) published = await this.state.record(tx, communityId, c.delta);
       return c;
-    });
+    }, 'publish_nip43_membership_locked');
     for (const event of published) this.bus.publish({ communityId, event, channelId: null });
     // Announced whatever this process's setting: the pods that enforce membership act on it (the CLI has no sockets).
     if (result.delta?.kind === KIND.NIP43_MEMBER_REMOVED) {

@@ -41,7 +41,7 @@ export class ReportIntake {
     if (e.length === 1) {
       const targetEventId = hex32(e[0][1], 'e tag event id');
       const reportType = reportTypeOf(e[0]);
-      const target = await this.events.findKindTarget(this.queue.writer, communityId, targetEventId);
+      const target = await this.queue.onWriter('authorization', (db) => this.events.findKindTarget(db, communityId, targetEventId));
       // A target in a channel the reporter cannot read answers exactly like a missing one, so a
       // report is not an oracle for which ids exist in private channels.
       const readable = target !== undefined && (target.channelId === null || (await this.access.canRead(communityId, target.channelId, event.pubkey)));
