@@ -19,6 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { startRedisServer, type RedisServer } from '../test/harness/redis-server.js';
+import { ReplicaFaults } from '../test/harness/replica-faults.js';
 import { NostrEvent } from '../src/common/nostr.types.js';
 import { BenchConnection, type PublishItem } from './lib/bench-connection.js';
 import { logLine, quietPool, round, spawnRelay, startBenchEnv, summarize, type BenchEnv, type RelayChild } from './lib/bench-env.js';
@@ -181,8 +182,7 @@ async function readUntil(pod: Pod, channels: readonly string[], stopAt: number, 
 }
 
 /** The fault schedule, as fractions of the run. Each fault is undone before the next starts. */
-function faultPlan(env: BenchEnv, redis: RedisServer): Array<[number, string, () => Promise<void>]> {
-  const c = env.cluster;
+function faultPlan(c: ReplicaFaults, redis: RedisServer): Array<[number, string, () => Promise<void>]> {
   return [
     [0.08, 'replica stop', () => c.stopReplica()],
     [0.18, 'replica start', () => c.startReplica()],
@@ -197,8 +197,8 @@ function faultPlan(env: BenchEnv, redis: RedisServer): Array<[number, string, ()
   ];
 }
 
-async function runFaults(env: BenchEnv, redis: RedisServer, start: number, timeline: FaultRecord[]): Promise<void> {
-  for (const [fraction, action, run] of faultPlan(env, redis)) {
+async function runFaults(faults: ReplicaFaults, redis: RedisServer, start: number, timeline: FaultRecord[]): Promise<void> {
+  for (const [fraction, action, run] of faultPlan(faults, redis)) {
     await sleep(start + fraction * DURATION_S * 1000 - Date.now());
     const t0 = Date.now();
     const record: FaultRecord = { at_s: round((t0 - start) / 1000, 1), action, took_ms: 0 };
@@ -272,14 +272,16 @@ async function main(): Promise<void> {
     const publishErrors: Record<string, number> = {};
     const reqOutcomes: Record<string, number> = {};
     const timeline: FaultRecord[] = [];
+    const faults = new ReplicaFaults(env.cluster);
     const start = Date.now();
     const stopAt = start + DURATION_S * 1000;
     await Promise.all([
       ...Array.from({ length: PUBLISHERS }, (_, i) => publishUntil(pods[i % 2], channels, tag, stopAt, sent, okMs, publishErrors)),
       ...pods.flatMap((pod) => Array.from({ length: READERS_PER_POD }, () => readUntil(pod, channels, stopAt, reqOutcomes, reqMs))),
-      runFaults(env, redis, start, timeline),
+      runFaults(faults, redis, start, timeline),
     ]);
-    await env.cluster.heal();
+    await faults.heal();
+    await faults.close();
     const loadSeconds = (Date.now() - start) / 1000;
 
     const acked = sent.filter((s) => s.ok === true);

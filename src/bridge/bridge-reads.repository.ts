@@ -9,7 +9,7 @@ import { NostrEvent } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
-import { isEventRefId, referencingCtes } from '../events/event-read.repository.js';
+import { isEventRefId, referencingCtes } from '../events/event-read.queries.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 import { visibilitySql } from '../events/visibility.js';

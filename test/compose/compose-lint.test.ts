@@ -3,20 +3,20 @@
  * rules), checked without a Docker engine: dclint with warnings as errors, then the structure
  * operators rely on. Two relay pods behind one load-balancer port, each on Redis and on the
  * primary/replica pair; Prometheus scraping each pod; loopback-only ports; start order; Postgres
- * settings identical to the test harness's (src/database/embedded/pg-cluster.ts) except its
+ * settings identical to the test harness's (src/database/embedded/pg-bring-up.ts) except its
  * speed-only ones, which production must leave at their durable defaults. `haproxy -c` validates
  * its config where haproxy is installed; `promtool` validates prometheus.yml and the rules (required
  * under CI=true, which installs it).
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/app-config.js';
+import { STATIC_CONF } from '../../src/database/embedded/pg-bring-up.js';
 import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
 import { itWithTool, onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
-const PG_CLUSTER_SOURCE = path.join(ROOT, 'src/database/embedded/pg-cluster.ts');
 const HAPROXY_CFG = 'deploy/compose/haproxy.cfg';
 const PROMETHEUS_CFG = 'deploy/compose/prometheus.yml';
 const REDIS_URL = 'redis://redis:6379';
@@ -81,19 +81,6 @@ function commandSettings(command: unknown): Record<string, string> {
     settings[key.trim()] = value.join('=').trim();
   });
   return settings;
-}
-
-/**
- * The postgresql.conf fragment PgCluster appends (its `STATIC_CONF`). Taken from the module when
- * it exports it; until then from the template literal in its source text.
- */
-async function harnessConfText(): Promise<string> {
-  const mod = (await import('../../src/database/embedded/pg-cluster.js')) as unknown as Record<string, unknown>;
-  if (typeof mod.STATIC_CONF === 'string') return mod.STATIC_CONF;
-  const source = readFileSync(PG_CLUSTER_SOURCE, 'utf8');
-  const match = /const STATIC_CONF = `([^`]*)`/.exec(source);
-  if (!match) throw new Error(`STATIC_CONF not found in ${PG_CLUSTER_SOURCE}: update this test's reader`);
-  return match[1];
 }
 
 function parseConf(text: string): Record<string, string> {
@@ -400,7 +387,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs primary and replica with the harness settings, minus its speed-only ones, fsync on', async () => {
-    const harness = parseConf(await harnessConfText());
+    const harness = parseConf(STATIC_CONF);
     const primary = commandSettings(compose.services.primary.command);
     const replica = commandSettings(compose.services.replica.command);
     expect(replica).toEqual(primary);

@@ -9,7 +9,8 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
 import { DB } from '../../src/database/database.types.js';
 import { GENERIC_PLAN, statementCachingClient } from '../../src/database/statement-cache.js';
-import { EventReadRepository, RECENT_WINDOW_SECS } from '../../src/events/event-read.repository.js';
+import { RECENT_WINDOW_SECS } from '../../src/events/event-read.queries.js';
+import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide, ReadScope } from '../../src/events/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 

@@ -35,7 +35,8 @@ const TEMPLATE_DATABASE = 'buzz_template';
 const HANDLE_KEY = Symbol.for('buzz-relay.test.pg-servers');
 const REPLICA_WAIT_MS = 30_000;
 
-type ClusterModule = typeof import('../../src/database/embedded/pg-cluster.js');
+type ClusterModule = typeof import('../../src/database/embedded/pg-cluster.js') &
+  typeof import('../../src/database/embedded/pg-replication.js');
 type MigratorModule = typeof import('../../src/database/migrator.js');
 let project: ClusterModule & MigratorModule;
 
@@ -219,15 +220,20 @@ export async function load(url, context, next) {
 }
 `;
 const LOADER_FLAG = Symbol.for('buzz-relay.test.ts-loader');
-const ENTRY_FILES = ['src/database/embedded/pg-cluster.ts', 'src/database/migrator.ts'];
+const ENTRY_FILES = [
+  'src/database/embedded/pg-cluster.ts',
+  'src/database/embedded/pg-replication.ts',
+  'src/database/migrator.ts',
+];
 
 async function loadProjectModules(): Promise<ClusterModule & MigratorModule> {
   registerTypeScriptLoader();
-  const [cluster, migrator] = await Promise.all([
+  const [cluster, replication, migrator] = await Promise.all([
     import('../../src/database/embedded/pg-cluster.js'),
+    import('../../src/database/embedded/pg-replication.js'),
     import('../../src/database/migrator.js'),
   ]);
-  return { ...cluster, ...migrator };
+  return { ...cluster, ...replication, ...migrator };
 }
 
 function registerTypeScriptLoader(): void {

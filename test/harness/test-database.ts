@@ -11,12 +11,10 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 
-import {
-  PgCluster,
-  type PgClusterInfo,
-  waitForReplicaCatchUp,
-  waitUntilConnectable,
-} from '../../src/database/embedded/pg-cluster.js';
+import { PgCluster } from '../../src/database/embedded/pg-cluster.js';
+import type { PgClusterInfo } from '../../src/database/embedded/pg-cluster.types.js';
+import { waitForReplicaCatchUp, waitUntilConnectable } from '../../src/database/embedded/pg-replication.js';
+import { ReplicaFaults } from './replica-faults.js';
 
 /** Fault injection on the shared replica. Every method throws when `supported` is false. */
 export interface FaultControl {
@@ -87,9 +85,7 @@ export function faultSupport(): FaultSupport {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const env = readHarnessEnv();
   const name = uniqueDatabaseName();
-  const local = env.cluster ? PgCluster.attach(env.cluster) : undefined;
-  const ops: ServerOps = local ?? sqlOnlyOps(env);
-  const cluster = local ? clusterFaults(local) : unsupportedFaults(ops);
+  const { ops, cluster } = env.cluster ? localServers(PgCluster.attach(env.cluster)) : sqlOnlyServers(env);
   const readerUrl = withDatabase(env.readerAdminUrl, name);
   try {
     await ops.createDatabase(name, env.template);
@@ -157,16 +153,35 @@ function required(env: NodeJS.ProcessEnv, key: string): string {
   return value;
 }
 
-function clusterFaults(cluster: PgCluster): FaultControl {
+/** The local pair: PgCluster's admin SQL, and real faults on its replica. */
+function localServers(local: PgCluster): { ops: ServerOps; cluster: FaultControl } {
+  const faults = new ReplicaFaults(local);
+  const ops: ServerOps = {
+    createDatabase: (name, template) => local.createDatabase(name, template),
+    dropDatabase: (name) => local.dropDatabase(name),
+    waitForReplica: (timeoutMs) => local.waitForReplica(timeoutMs),
+    close: async () => {
+      await Promise.all([local.close(), faults.close()]);
+    },
+  };
+  return { ops, cluster: clusterFaults(local, faults) };
+}
+
+function sqlOnlyServers(env: HarnessEnv): { ops: ServerOps; cluster: FaultControl } {
+  const ops = sqlOnlyOps(env);
+  return { ops, cluster: unsupportedFaults(ops) };
+}
+
+function clusterFaults(cluster: PgCluster, faults: ReplicaFaults): FaultControl {
   return {
     supported: true,
-    stopReplica: () => cluster.stopReplica(),
-    startReplica: () => cluster.startReplica(),
-    freezeReplica: () => cluster.freezeReplica(),
-    thawReplica: () => cluster.thawReplica(),
-    pauseReplay: () => cluster.pauseReplay(),
-    resumeReplay: () => cluster.resumeReplay(),
-    heal: () => cluster.heal(),
+    stopReplica: () => faults.stopReplica(),
+    startReplica: () => faults.startReplica(),
+    freezeReplica: () => faults.freezeReplica(),
+    thawReplica: () => faults.thawReplica(),
+    pauseReplay: () => faults.pauseReplay(),
+    resumeReplay: () => faults.resumeReplay(),
+    heal: () => faults.heal(),
     waitForReplica: (timeoutMs = DEFAULT_WAIT_MS) => cluster.waitForReplica(timeoutMs),
   };
 }

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { PgCluster, PgClusterError } from './pg-cluster.js';
+import { PgCluster } from './pg-cluster.js';
+import { PgClusterError } from './pg-cluster.types.js';
 
 export interface EmbeddedDatabase {
   writerUrl: string;

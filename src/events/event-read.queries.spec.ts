@@ -1,5 +1,5 @@
 import { NostrFilter } from '../common/nostr.types.js';
-import { allStatementsGeneric, hasValueIndependentPlan } from './event-read.repository.js';
+import { allStatementsGeneric, hasValueIndependentPlan } from './event-read.queries.js';
 import { communityWide, ReadScope } from './read-scope.js';
 
 const f = (parts: Partial<NostrFilter>): NostrFilter => ({ tags: {}, extensions: {}, ...parts });
