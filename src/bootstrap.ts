@@ -75,7 +75,9 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: HTTP_BODY_LIMIT }, (_req, body, done) => done(null, body));
   const cors = new CorsPolicy(config.corsOrigins);
   app.enableCors(cors.options());
-  app.useWebSocketAdapter(new RelayWsAdapter(app, app.get(TenancyService), config.limits.maxFrameBytes, cors));
+  app.useWebSocketAdapter(
+    new RelayWsAdapter(app, app.get(TenancyService), { maxFrameBytes: config.limits.maxFrameBytes, cors, maxPendingUpgrades: config.limits.maxConnections }),
+  );
   // Runs the bootstrap hooks: the database layer connects, migrates and starts the fence here.
   await app.init();
   if (opts.seedDefaultCommunity && config.defaultCommunityHosts.length > 0) {

@@ -11,6 +11,9 @@
  * the event loop polls sockets and runs timers: an incoming `EVENT`, `AUTH` or `REQ` frame waits
  * for at most one slice, not for every page. A task must flush what it sent (the write is part of
  * its cost) and must not throw: what it returns resolves the caller's promise.
+ *
+ * The WebSocket adapter keeps a second queue of its own for completing upgrades (RelayWsAdapter),
+ * so opening connections and bulk output each get a slice per turn and neither waits behind the other.
  */
 /** Event-loop time one turn of bulk output may use before the loop polls again. */
 export const SLICE_MS = 5;

@@ -1,0 +1,93 @@
+import type { IncomingMessage } from 'node:http';
+import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
+import type { TenancyService } from '../tenancy/tenancy.service.js';
+import { UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { OutputTurns } from './output-turns.js';
+import { RelayWsAdapter, tenantOf, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
+
+/** Resolves `chat.example` to a live community and every other host to `unknown_host`, without a database. */
+const tenancy = {
+  resolve: async (host: string | undefined) =>
+    host === 'chat.example'
+      ? { ok: true as const, community: { id: 'c1', archived: false }, host }
+      : { ok: false as const, reason: 'unknown_host' as const },
+} as unknown as TenancyService;
+
+type Answer = [boolean, number?, string?];
+
+function upgrade(host = 'chat.example', origin?: string): { req: IncomingMessage; answers: Answer[]; done: (ok: boolean, code?: number, message?: string) => void } {
+  const req = { headers: { host, origin } } as unknown as IncomingMessage;
+  const answers: Answer[] = [];
+  return { req, answers, done: (ok, code, message) => void answers.push(code === undefined ? [ok] : [ok, code, message]) };
+}
+
+/** A clock that moves only when an upgrade says it worked: turns are decided by it, not by the machine. */
+function fakeClock(): { now: () => number; work: (ms: number) => void } {
+  let t = 0;
+  return { now: () => t, work: (ms) => void (t += ms) };
+}
+
+function adapter(maxPendingUpgrades = 100, upgradeTurns = new OutputTurns()): RelayWsAdapter {
+  return new RelayWsAdapter(undefined as never, tenancy, { maxFrameBytes: 1024, cors: new CorsPolicy(['https://chat.example']), maxPendingUpgrades, upgradeTurns });
+}
+
+describe('RelayWsAdapter upgrade admission', () => {
+  it('completes an admitted upgrade in a later turn, with its tenant bound', async () => {
+    const a = adapter();
+    const u = upgrade();
+    const admitted = a.admitUpgrade(u.req, u.done);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(u.answers).toEqual([]);
+    expect(a.pendingUpgrades).toBe(1);
+    await admitted;
+    expect(u.answers).toEqual([[true]]);
+    expect(tenantOf(u.req)).toEqual({ community: { id: 'c1', archived: false }, host: 'chat.example' });
+    expect(a.pendingUpgrades).toBe(0);
+  });
+
+  it('completes a burst of upgrades a few per turn, each once and in order, reading other work between turns', async () => {
+    const clock = fakeClock();
+    const a = adapter(1000, new OutputTurns(5, clock.now));
+    const order: string[] = [];
+    const burst = Array.from({ length: 12 }, (_, i) => {
+      const u = upgrade();
+      return a.admitUpgrade(u.req, () => {
+        order.push(`u${i}`);
+        // A socket read that became ready while the first upgrade completed.
+        if (i === 0) setImmediate(() => order.push('read'));
+        clock.work(2);
+      });
+    });
+    await Promise.all(burst);
+    // 2 ms per upgrade, 5 ms per turn: three upgrades, then the read, then the rest.
+    expect(order).toEqual(['u0', 'u1', 'u2', 'read', ...Array.from({ length: 9 }, (_, i) => `u${i + 3}`)]);
+  });
+
+  it('answers 503 once maxPendingUpgrades are waiting, and completes the ones it admitted', async () => {
+    const a = adapter(2);
+    const admitted = [upgrade(), upgrade()];
+    const busy = upgrade();
+    const waits = admitted.map((u) => a.admitUpgrade(u.req, u.done));
+    await a.admitUpgrade(busy.req, busy.done);
+    expect(busy.answers).toEqual([[false, 503, UPGRADES_BUSY_MESSAGE]]);
+    expect(tenantOf(busy.req)).toBeUndefined();
+    await Promise.all(waits);
+    expect(admitted.map((u) => u.answers)).toEqual([[[true]], [[true]]]);
+    // Room again once the queue drained.
+    const next = upgrade();
+    await a.admitUpgrade(next.req, next.done);
+    expect(next.answers).toEqual([[true]]);
+  });
+
+  it('refuses a foreign origin and an unknown host at once, without a turn', async () => {
+    const a = adapter();
+    const foreign = upgrade('chat.example', 'https://evil.example');
+    const unknown = upgrade('nowhere.example');
+    await a.admitUpgrade(foreign.req, foreign.done);
+    await a.admitUpgrade(unknown.req, unknown.done);
+    expect(foreign.answers).toEqual([[false, 403, ORIGIN_NOT_ALLOWED]]);
+    expect(unknown.answers).toEqual([[false, 404, UNKNOWN_HOST_MESSAGE]]);
+    expect(a.pendingUpgrades).toBe(0);
+  });
+});
