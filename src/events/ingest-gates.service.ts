@@ -8,7 +8,7 @@ import { ChannelRepository } from '../channels/channel.repository.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
-import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
@@ -39,8 +39,20 @@ export class IngestGates {
     private readonly events: EventWriteRepository,
   ) {}
 
-  async moderationGate(communityId: string, pubkey: string): Promise<void> {
-    const r = await this.moderation.restrictionOf(communityId, pubkey);
+  /**
+   * Starts the author's restriction lookup for moderationGate to apply later. An event refused
+   * before the gate leaves it unawaited: the no-op catch keeps a failed lookup from becoming an
+   * unhandled rejection, and the gate, awaiting the lookup itself, still meets the failure.
+   */
+  restrictionAhead(communityId: string, pubkey: string): Promise<Restriction> {
+    const lookup = this.moderation.restrictionOf(communityId, pubkey);
+    lookup.catch(() => undefined);
+    return lookup;
+  }
+
+  /** `ahead`: the lookup restrictionAhead started for this author; without it the gate reads now. */
+  async moderationGate(communityId: string, pubkey: string, ahead?: Promise<Restriction>): Promise<void> {
+    const r = await (ahead ?? this.moderation.restrictionOf(communityId, pubkey));
     if (r.kind === 'banned') reject('blocked: you are banned from this community');
     if (r.kind === 'timed_out') reject(`restricted: you are timed out until ${r.untilSecs}`);
   }

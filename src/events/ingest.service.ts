@@ -82,6 +82,10 @@ export class IngestService {
     // Before the signature check: what cannot be stored exactly is refused, never acknowledged.
     const text = checkStorableText(event);
     if (!text.ok) reject(text.reason);
+    // Issue 17: the author's ban/timeout lookup (a writer round trip) runs while the workers check
+    // the signature, two hops in parallel instead of one after the other. moderationGate applies
+    // its answer in its usual place, so every refusal before the gate still answers first.
+    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, event.pubkey) : undefined;
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -93,7 +97,7 @@ export class IngestService {
     if (event.kind === KIND.REPORT) return this.executed(event, await this.reports.execute(ctx.communityId, event));
     if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
     if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
-    await this.gates.moderationGate(ctx.communityId, event.pubkey);
+    await this.gates.moderationGate(ctx.communityId, event.pubkey, restriction);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
     await this.gates.kindGate(ctx.communityId, event, channel.channelId);
@@ -280,6 +284,16 @@ export class IngestService {
   private onWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter('event_write', work);
   }
+}
+
+/**
+ * Whether the author's restriction is looked up beside the signature check. Not for the commands
+ * (executed before the moderation gate, they check a ban themselves, `fresh`), nor for gift wraps:
+ * their pubkey is not the authenticated author's, and a client must not make the relay read any
+ * key it likes before a signature is checked (the gate looks a wrap's key up in its place).
+ */
+function looksUpAhead(kind: number): boolean {
+  return kind !== KIND.GIFT_WRAP && kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
 }
 
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {

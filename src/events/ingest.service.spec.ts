@@ -1,0 +1,135 @@
+/**
+ * The author's restriction lookup that ingest starts beside the signature check (issue 17), with
+ * stand-ins for the verifier, the moderation repository and the command executors: which kinds
+ * start it, that the gate applies its answer after the verdict, and what a failed lookup does.
+ */
+import { jest } from '@jest/globals';
+import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
+import { NostrEvent } from '../common/nostr.types.js';
+import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
+import { IngestGates } from './ingest-gates.service.js';
+import { IngestContext, IngestService } from './ingest.service.js';
+import { KIND } from './kinds.js';
+import { REASON_BAD_SIGNATURE, SignatureVerifier, VerifyResult } from './signature-verifier.js';
+
+const ctx: IngestContext = { communityId: '00000000-0000-4000-8000-000000000001', transport: 'ws' };
+const author = generateSecretKey();
+const sign = (kind: number, tags: string[][] = []): NostrEvent => finalizeEvent({ kind, created_at: Math.floor(Date.now() / 1000), tags, content: 'x' }, author);
+
+interface Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** An ingest pipeline whose signature verdict and restriction lookups the test answers by hand. */
+function pipeline() {
+  const verdict = deferred<VerifyResult>();
+  const lookups: Array<Deferred<Restriction>> = [];
+  const restrictionOf = jest.fn(() => {
+    const lookup = deferred<Restriction>();
+    lookups.push(lookup);
+    return lookup.promise;
+  });
+  const command = { execute: jest.fn(async () => '') };
+  const metrics = { eventsReceived: { inc: () => undefined }, eventsRejected: { inc: () => undefined } };
+  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never());
+  const verifier = { verify: () => verdict.promise } as unknown as SignatureVerifier;
+  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never);
+  return { service, verdict, lookups, restrictionOf, command };
+}
+
+/** A dependency these paths never reach. */
+function never(): never {
+  return {} as never;
+}
+
+/** Lets pending rejections be reported (Node reports them after the microtask queue drains). */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+beforeEach(() => {
+  unhandled.length = 0;
+  process.on('unhandledRejection', onUnhandled);
+});
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled);
+});
+
+describe('the restriction lookup beside the signature check', () => {
+  it('starts before the verdict, and its ban is applied at the gate without a second lookup', async () => {
+    const p = pipeline();
+    const answer = p.service.ingest(sign(1), ctx);
+    expect(p.restrictionOf).toHaveBeenCalledTimes(1);
+    expect(p.restrictionOf).toHaveBeenCalledWith(ctx.communityId, expect.any(String));
+    p.lookups[0].resolve({ kind: 'banned' });
+    await settle();
+    p.verdict.resolve({ ok: true });
+    expect(await answer).toMatchObject({ accepted: false, message: 'blocked: you are banned from this community' });
+    expect(p.restrictionOf).toHaveBeenCalledTimes(1);
+  });
+
+  it('a banned author with a bad signature is answered on the signature', async () => {
+    const p = pipeline();
+    const answer = p.service.ingest(sign(1), ctx);
+    p.lookups[0].resolve({ kind: 'banned' });
+    p.verdict.resolve({ ok: false, reason: REASON_BAD_SIGNATURE });
+    expect(await answer).toMatchObject({ accepted: false, message: REASON_BAD_SIGNATURE });
+  });
+
+  it('is not started for a gift wrap: the gate looks the wrap key up after the verdict, as before', async () => {
+    const p = pipeline();
+    const answer = p.service.ingest(sign(KIND.GIFT_WRAP, [['p', 'a'.repeat(64)]]), ctx);
+    expect(p.restrictionOf).not.toHaveBeenCalled();
+    p.verdict.resolve({ ok: true });
+    await settle();
+    expect(p.restrictionOf).toHaveBeenCalledTimes(1);
+    p.lookups[0].resolve({ kind: 'banned' });
+    expect(await answer).toMatchObject({ accepted: false, message: 'blocked: you are banned from this community' });
+  });
+
+  it.each([KIND.REPORT, KIND.MODERATION_UNTIMEOUT, KIND.RELAY_ADMIN_ADD_MEMBER])('is not started for command kind %p, which runs without the moderation gate', async (kind) => {
+    const p = pipeline();
+    const answer = p.service.ingest(sign(kind, [['p', 'a'.repeat(64)]]), ctx);
+    p.verdict.resolve({ ok: true });
+    expect(await answer).toMatchObject({ accepted: true, message: '' });
+    expect(p.command.execute).toHaveBeenCalledTimes(1);
+    expect(p.restrictionOf).not.toHaveBeenCalled();
+  });
+});
+
+describe('a failed restriction lookup', () => {
+  it('for an event refused on its signature: the signature answers, and the failure is no unhandled rejection', async () => {
+    const p = pipeline();
+    const answer = p.service.ingest(sign(1), ctx);
+    p.verdict.resolve({ ok: false, reason: REASON_BAD_SIGNATURE });
+    expect(await answer).toMatchObject({ accepted: false, message: REASON_BAD_SIGNATURE });
+    p.lookups[0].reject(new Error('writer down'));
+    await settle();
+    await settle();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('for a valid event: ingest ends with the lookup’s own error at the gate, as without the look-ahead', async () => {
+    const p = pipeline();
+    const failure = new Error('writer down');
+    const answer = p.service.ingest(sign(1), ctx);
+    p.lookups[0].reject(failure);
+    await settle();
+    p.verdict.resolve({ ok: true });
+    await expect(answer).rejects.toBe(failure);
+    await settle();
+    expect(unhandled).toEqual([]);
+  });
+});
