@@ -4,10 +4,15 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 
+import { jest } from '@jest/globals';
 import pg from 'pg';
 
 import { CREATED_AT_FLOOR_GUC, CREATED_AT_FLOOR_SECS } from '../../src/database/constants.js';
+import { EventWriteRepository } from '../../src/events/event-write.repository.js';
+import { EventWriter } from '../../src/events/event-writer.service.js';
+import { StoredEventInput } from '../../src/events/stored-event.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { startDatabaseLayer } from '../routing/database-layer.js';
 
 const FLOOR_MESSAGE = 'below the replica-fence floor';
 /** Comfortably older than the 960 s floor. */
@@ -181,6 +186,46 @@ describe('events created_at floor guard', () => {
       armed.query('UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = $2', [communityId, id]),
     );
   });
+
+  it('refuses an old channel row stored through the writer pool by the one-statement path (no explicit transaction)', async () => {
+    const layer = await startDatabaseLayer(tdb, {}, false);
+    try {
+      const repo = new EventWriteRepository();
+      const insertEvents = jest.spyOn(repo, 'insertEvents');
+      const lockFloorShared = jest.spyOn(repo, 'lockFloorShared');
+      const writer = new EventWriter(layer.database, repo, layer.metrics);
+      // A channel event with nothing but its events row: EventWriter stores it as one statement.
+      const item = (ageSecs: number): StoredEventInput => ({
+        event: {
+          id: randomBytes(32).toString('hex'),
+          pubkey: randomBytes(32).toString('hex'),
+          created_at: Math.floor(Date.now() / 1000) - ageSecs,
+          kind: 40100,
+          tags: [],
+          content: '',
+          sig: randomBytes(64).toString('hex'),
+        },
+        channelId: randomUUID(),
+        dTag: null,
+        thread: null,
+        mentions: [],
+      });
+      const old = item(OLD_SECS);
+      await expect(writer.write(communityId, old)).rejects.toMatchObject({
+        code: '23514',
+        message: expect.stringContaining(FLOOR_MESSAGE),
+      });
+      expect(await exists(Buffer.from(old.event.id, 'hex'))).toBe(false);
+      const fresh = item(0);
+      await expect(writer.write(communityId, fresh)).resolves.toBe('stored');
+      expect(await exists(Buffer.from(fresh.event.id, 'hex'))).toBe(true);
+      // Both went through the one statement that takes the floor lock, never the transaction path.
+      expect(insertEvents.mock.calls.map((c) => c[3])).toEqual([{ lockFloor: true }, { lockFloor: true }]);
+      expect(lockFloorShared).not.toHaveBeenCalled();
+    } finally {
+      await layer.close();
+    }
+  }, 60_000);
 
   it('is a deferred AFTER INSERT OR UPDATE row constraint trigger on events and every partition', async () => {
     const client = await session();
