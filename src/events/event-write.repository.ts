@@ -27,6 +27,22 @@ export function eTagRefsOf(tags: readonly (readonly string[])[]): string[] {
   return [...out];
 }
 
+/** Whether an item gets a `thread_metadata` row (applyThreads): a placed message in a channel. */
+function placedInThread(i: StoredEventInput): boolean {
+  return Boolean(i.thread && i.channelId);
+}
+
+/**
+ * Whether an item needs nothing but its `events` row: no thread row, no mentions, no e-tag refs
+ * (applyThreads, insertMentions and insertRefs would each write nothing for it).
+ */
+export function eventRowOnly(i: StoredEventInput): boolean {
+  return !placedInThread(i) && i.mentions.length === 0 && eTagRefsOf(i.event.tags).length === 0;
+}
+
+/** The replica-floor lock taken shared (database.md §1.7), as one SQL expression. */
+const FLOOR_LOCK_SHARED = sql`pg_advisory_xact_lock_shared(${REPLICA_FLOOR_LOCK_KEY}::bigint)`;
+
 export interface ParentThreadRow {
   event_id: Buffer;
   event_created_at: string;
@@ -46,15 +62,21 @@ export class EventWriteRepository {
    * cannot sample the writer clock while one of them is in flight.
    */
   async lockFloorShared(tx: Tx): Promise<void> {
-    await sql`select pg_advisory_xact_lock_shared(${REPLICA_FLOOR_LOCK_KEY}::bigint)`.execute(tx);
+    await sql`select ${FLOOR_LOCK_SHARED}`.execute(tx);
   }
 
-  /** One multi-row insert; returns the hex ids that were new (duplicates are skipped). */
-  async insertEvents(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<Set<string>> {
+  /**
+   * One multi-row insert; returns the hex ids that were new (duplicates are skipped). With
+   * `lockFloor` the same statement first takes the floor lock shared: every row the insert gets
+   * comes through the join with the `floor` CTE, whose one row exists only once the lock is
+   * granted, so no row is inserted before it (the CTE is materialized: it runs once).
+   */
+  async insertEvents(tx: Tx, communityId: string, items: readonly StoredEventInput[], { lockFloor = false } = {}): Promise<Set<string>> {
     if (items.length === 0) return new Set();
     const col = <T>(f: (i: StoredEventInput) => T): T[] => items.map(f);
     // One bound array per column keeps the statement text constant for any batch size.
     const { rows } = await sql<{ id: Buffer }>`
+      ${lockFloor ? sql`with floor as materialized (select ${FLOOR_LOCK_SHARED})` : sql``}
       insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id, d_tag)
       select ${communityId}::uuid, decode(u.id, 'hex'), decode(u.pubkey, 'hex'), to_timestamp(u.created_at),
              u.kind, u.tags::jsonb, u.content, decode(u.sig, 'hex'), u.channel_id, u.d_tag
@@ -63,6 +85,7 @@ export class EventWriteRepository {
                     ${col((i) => JSON.stringify(i.event.tags))}::text[], ${col((i) => i.event.content)}::text[],
                     ${col((i) => i.event.sig)}::text[], ${col((i) => i.channelId)}::uuid[], ${col((i) => i.dTag)}::text[])
              as u(id, pubkey, created_at, kind, tags, content, sig, channel_id, d_tag)
+             ${lockFloor ? sql`cross join floor` : sql``}
       on conflict do nothing
       returning id`.execute(tx);
     return new Set(rows.map((r) => r.id.toString('hex')));
@@ -97,7 +120,7 @@ export class EventWriteRepository {
 
   /** Inserts thread rows for new messages and bumps parent and root counters. */
   async applyThreads(tx: Tx, communityId: string, items: readonly StoredEventInput[]): Promise<void> {
-    const placed = items.filter((i) => i.thread && i.channelId);
+    const placed = items.filter(placedInThread);
     if (placed.length === 0) return;
     const anchor = (a: ThreadAnchor | null | undefined) => a ?? { id: null, createdAt: null };
     await sql`

@@ -2,15 +2,16 @@
  * Durable writes with grouped commits. Regular events that arrive together share
  * one transaction (one multi-row insert, one commit), and each caller's promise
  * settles only after that commit, so `OK true` still means "durably stored".
- * A batch that fails is retried one event per transaction, so one bad event
- * cannot fail its neighbours.
+ * A batch that needs nothing but its events rows is that one insert alone, in
+ * autocommit. A batch that fails is retried one event at a time, so one bad
+ * event cannot fail its neighbours.
  */
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Kysely, Transaction } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { DatabaseMetrics, TransactionOperation } from '../metrics/database-metrics.service.js';
-import { EventWriteRepository } from './event-write.repository.js';
+import { eventRowOnly, EventWriteRepository } from './event-write.repository.js';
 import { StoredEventInput } from './stored-event.js';
 
 export type WriteOutcome = 'stored' | 'duplicate';
@@ -86,6 +87,19 @@ export class EventWriter implements BeforeApplicationShutdown {
     return inserted;
   }
 
+  /**
+   * A batch that needs nothing but its events rows, as ONE statement in autocommit: under load
+   * each round trip of BEGIN, lock, INSERT, COMMIT waits for a busy event loop (issue 17). It is
+   * the transaction it replaces: Postgres runs a lone statement as its own transaction, so the
+   * floor lock its `floor` CTE takes before the first row is held until that implicit commit, the
+   * deferred floor guard runs inside that commit, and the probe's activity scan sees its
+   * xact_start like any open writer's (database.md §1.6, §1.7, §2.7).
+   */
+  private insertAlone(communityId: string, items: readonly StoredEventInput[]): Promise<Set<string>> {
+    const lockFloor = items.some((i) => i.channelId !== null);
+    return this.db.withWriter('event_write', (db) => this.repo.insertEvents(db, communityId, items, { lockFloor }));
+  }
+
   private schedule(): void {
     if (this.scheduled || this.inflight >= MAX_INFLIGHT_BATCHES || this.queue.length === 0) return;
     this.scheduled = true;
@@ -120,7 +134,9 @@ export class EventWriter implements BeforeApplicationShutdown {
     const communityId = batch[0].communityId;
     const items = batch.map((p) => p.item);
     try {
-      const inserted = await this.transaction(items.some((i) => i.channelId !== null), (tx) => this.insertIn(tx, communityId, items));
+      const inserted = items.every(eventRowOnly)
+        ? await this.insertAlone(communityId, items)
+        : await this.transaction(items.some((i) => i.channelId !== null), (tx) => this.insertIn(tx, communityId, items));
       settle(batch, inserted);
     } catch (err) {
       if (batch.length === 1) {

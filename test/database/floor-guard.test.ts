@@ -4,10 +4,15 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 
+import { jest } from '@jest/globals';
 import pg from 'pg';
 
 import { CREATED_AT_FLOOR_GUC, CREATED_AT_FLOOR_SECS } from '../../src/database/constants.js';
+import { EventWriteRepository } from '../../src/events/event-write.repository.js';
+import { EventWriter } from '../../src/events/event-writer.service.js';
+import { StoredEventInput } from '../../src/events/stored-event.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { type DatabaseLayer, startDatabaseLayer } from '../routing/database-layer.js';
 
 const FLOOR_MESSAGE = 'below the replica-fence floor';
 /** Comfortably older than the 960 s floor. */
@@ -180,6 +185,67 @@ describe('events created_at floor guard', () => {
     await inTransaction(armed, () =>
       armed.query('UPDATE events SET deleted_at = now() WHERE community_id = $1 AND id = $2', [communityId, id]),
     );
+  });
+
+  describe('through EventWriter on the armed writer pool, one statement in autocommit', () => {
+    let layer: DatabaseLayer;
+    let writer: EventWriter;
+    let insertEvents: jest.SpiedFunction<EventWriteRepository['insertEvents']>;
+    let lockFloorShared: jest.SpiedFunction<EventWriteRepository['lockFloorShared']>;
+
+    beforeAll(async () => {
+      layer = await startDatabaseLayer(tdb, {}, false);
+      const repo = new EventWriteRepository();
+      insertEvents = jest.spyOn(repo, 'insertEvents');
+      lockFloorShared = jest.spyOn(repo, 'lockFloorShared');
+      writer = new EventWriter(layer.database, repo, layer.metrics);
+    }, 60_000);
+    afterAll(() => layer?.close(), 30_000);
+    beforeEach(() => jest.clearAllMocks());
+
+    /** A channel event with nothing but its events row, `ageSecs` old: EventWriter stores it as one statement. */
+    const item = (ageSecs: number): StoredEventInput => ({
+      event: {
+        id: randomBytes(32).toString('hex'),
+        pubkey: randomBytes(32).toString('hex'),
+        created_at: Math.floor(Date.now() / 1000) - ageSecs,
+        kind: 40100,
+        tags: [],
+        content: '',
+        sig: randomBytes(64).toString('hex'),
+      },
+      channelId: randomUUID(),
+      dTag: null,
+      thread: null,
+      mentions: [],
+    });
+    const stored = (i: StoredEventInput) => exists(Buffer.from(i.event.id, 'hex'));
+
+    it('refuses an old channel row with 23514 and stores a fresh one', async () => {
+      const old = item(OLD_SECS);
+      await expect(writer.write(communityId, old)).rejects.toMatchObject({
+        code: '23514',
+        message: expect.stringContaining(FLOOR_MESSAGE),
+      });
+      expect(await stored(old)).toBe(false);
+      const fresh = item(0);
+      await expect(writer.write(communityId, fresh)).resolves.toBe('stored');
+      expect(await stored(fresh)).toBe(true);
+      // Both went through the one statement that takes the floor lock, never the transaction path.
+      expect(insertEvents.mock.calls.map((c) => c[3])).toEqual([{ lockFloor: true }, { lockFloor: true }]);
+      expect(lockFloorShared).not.toHaveBeenCalled();
+    });
+
+    it('retries a refused grouped batch one event at a time: only the old row fails, its neighbours are stored', async () => {
+      const batch = [item(0), item(OLD_SECS), item(0), item(0)];
+      // Written in one turn, so they share one batch.
+      const outcomes = await Promise.allSettled(batch.map((i) => writer.write(communityId, i)));
+      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as { code?: string }).code))).toEqual(['stored', '23514', 'stored', 'stored']);
+      expect(await Promise.all(batch.map(stored))).toEqual([true, false, true, true]);
+      // The grouped statement first, then one per event.
+      expect(insertEvents.mock.calls.map((c) => c[2].length)).toEqual([4, 1, 1, 1, 1]);
+      expect(lockFloorShared).not.toHaveBeenCalled();
+    });
   });
 
   it('is a deferred AFTER INSERT OR UPDATE row constraint trigger on events and every partition', async () => {
