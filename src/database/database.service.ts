@@ -54,6 +54,8 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   private partitionTimer: NodeJS.Timeout | undefined;
   private readonly steps: ConnectionSteps;
   private closing = false;
+  /** A spare writer connection is being opened (keepSpareWriter). */
+  private spareDialing = false;
   private readonly startHooks: Array<() => Promise<unknown>> = [];
   private started: Promise<void> | undefined;
   /** Logs an idle connection's failure; the replica fence's probe pool reports through it too. */
@@ -149,7 +151,34 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
    * later, goes straight back to the pool.
    */
   acquireWriter(operation: WriterOperation, signal?: AbortSignal): Promise<PoolClient> {
-    return this.acquire(this.writerPool, { poolRole: 'writer', operation }, false, signal);
+    const checkout = this.acquire(this.writerPool, { poolRole: 'writer', operation }, false, signal);
+    // The start-up checkouts open the pool's minimum and no more.
+    if (operation !== 'bootstrap') checkout.then(() => this.keepSpareWriter(), () => undefined);
+    return checkout;
+  }
+
+  /**
+   * One spare writer connection (issue 17). pg-pool opens a connection only for a checkout that
+   * found none idle, and that checkout then waits for its own dial even if another connection is
+   * released first: in a reconnect storm, while the authentication lookups grew the pool, an
+   * event write waited 160 ms for a dial (TCP, startup, the after-connect hook) behind a busy
+   * event loop. So when a checkout leaves no connection idle and the pool is below its ceiling,
+   * one more is opened in the background and parked idle, one dial at a time: the next checkout
+   * finds it. The pool never exceeds BUZZ_DB_POOL_SIZE, and idle connections above the minimum
+   * still close after the idle timeout. A failed dial is recorded by the connection steps (§6.6)
+   * and not retried until a later checkout succeeds.
+   */
+  private keepSpareWriter(): void {
+    const pool = this.writerPool;
+    if (this.spareDialing || this.closing || pool.idleCount > 0 || pool.totalCount >= this.settings.poolSize) return;
+    this.spareDialing = true;
+    pool.connect().then(
+      (client) => {
+        this.spareDialing = false;
+        client.release();
+      },
+      () => void (this.spareDialing = false),
+    );
   }
 
   /**

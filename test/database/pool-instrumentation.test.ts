@@ -72,6 +72,40 @@ describe('writer pairs and the cancelled outcome', () => {
   });
 });
 
+describe('the spare writer connection (issue 17)', () => {
+  let layer: DatabaseLayer;
+  beforeAll(async () => {
+    layer = await startDatabaseLayer(db, { BUZZ_DB_POOL_SIZE: '3' });
+  }, 30_000);
+  afterAll(() => layer?.close(), 30_000);
+
+  /** Lets a background dial, if one was started, show in the pool's counts (pg-pool counts a dial at once). */
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('is opened in the background when a checkout leaves none idle, is not a checkout itself, and never passes the ceiling', async () => {
+    const pool = layer.database.writerPool;
+    await eventually('the pool holds its minimum of 2, idle', async () => pool.totalCount === 2 && pool.idleCount === 2);
+    const s0 = await started('authorization');
+    const first = await layer.database.acquireWriter('authorization');
+    await turn();
+    // One connection still idle: nothing to open.
+    expect(pool.totalCount).toBe(2);
+    const second = await layer.database.acquireWriter('authorization');
+    // None idle and below the ceiling of 3: a third opens with no checkout waiting for it.
+    await eventually('a spare connection is open and idle', async () => pool.totalCount === 3 && pool.idleCount === 1);
+    expect(await started('authorization')).toBe(s0 + 2);
+    // The next checkout takes the spare instead of dialling; at the ceiling, no fourth is opened.
+    const third = await layer.database.acquireWriter('authorization');
+    await turn();
+    expect(pool.totalCount).toBe(3);
+    expect(pool.idleCount).toBe(0);
+    // Nor does a spare request queue for a connection behind the checkouts that are waiting for one.
+    expect(pool.waitingCount).toBe(0);
+    for (const c of [first, second, third]) c.release();
+    await eventually('all three are idle again', async () => pool.totalCount === 3 && pool.idleCount === 3);
+  });
+});
+
 describe('writer connection setup steps (§6.6)', () => {
   const cfg = poolSettings(relayDatabaseOptions(loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused' })));
   const metrics = new DatabaseMetrics();
