@@ -81,16 +81,21 @@ async function underExclusiveLock(c: RawClient, ev: VerifiedEvent) {
   }
 }
 
+/** The global event went through while the lock was held; the channel event waited for the commit. */
+function expectHeldBack(during: Awaited<ReturnType<typeof underExclusiveLock>>['during'], after: Awaited<ReturnType<typeof underExclusiveLock>>['after']): void {
+  expect(during.globalOk).toEqual([true, '']);
+  expect(during.globalStored).toBe(true);
+  expect(during.ok).toBeUndefined();
+  expect(during.stored).toBe(false);
+  expect(after).toEqual({ ok: [true, ''], stored: true });
+}
+
 describe('channel writes wait for the replica-floor lock', () => {
   it('one statement: a channel event with nothing but its events row is stored and acknowledged only after the exclusive holder commits', async () => {
     // A canvas (40100) in a channel: no thread row, no mention, no e tag.
     const ev = alice.sign({ kind: 40100, content: 'canvas', tags: [['h', channel]] });
     const { during, after } = await underExclusiveLock(a, ev);
-    expect(during.globalOk).toEqual([true, '']);
-    expect(during.globalStored).toBe(true);
-    expect(during.ok).toBeUndefined();
-    expect(during.stored).toBe(false);
-    expect(after).toEqual({ ok: [true, ''], stored: true });
+    expectHeldBack(during, after);
     // The write that waited was the insert itself, with the lock in its CTE (no BEGIN before it).
     expect(during.waiting).toMatch(/^\s*with floor as materialized \(select pg_advisory_xact_lock_shared\(/);
   }, 60_000);
@@ -98,11 +103,7 @@ describe('channel writes wait for the replica-floor lock', () => {
   it('transaction: a channel event with a mention is stored and acknowledged only after the exclusive holder commits', async () => {
     const ev = alice.sign({ kind: 9, content: 'hi bob', tags: [['h', channel], ['p', bob.pubkey]] });
     const { during, after } = await underExclusiveLock(a, ev);
-    expect(during.globalOk).toEqual([true, '']);
-    expect(during.globalStored).toBe(true);
-    expect(during.ok).toBeUndefined();
-    expect(during.stored).toBe(false);
-    expect(after).toEqual({ ok: [true, ''], stored: true });
+    expectHeldBack(during, after);
     expect(during.waiting).toMatch(/^\s*select pg_advisory_xact_lock_shared\(/);
     const { rows } = await f.writer.query('select pubkey_hex from event_mentions where event_id = $1', [Buffer.from(ev.id, 'hex')]);
     expect(rows).toEqual([{ pubkey_hex: bob.pubkey }]);
