@@ -76,7 +76,12 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
   const cors = new CorsPolicy(config.corsOrigins);
   app.enableCors(cors.options());
   app.useWebSocketAdapter(
-    new RelayWsAdapter(app, app.get(TenancyService), { maxFrameBytes: config.limits.maxFrameBytes, cors, maxPendingUpgrades: config.limits.maxConnections }),
+    new RelayWsAdapter(app, app.get(TenancyService), {
+      maxFrameBytes: config.limits.maxFrameBytes,
+      cors,
+      maxPendingUpgrades: config.limits.maxConnections,
+      refused: app.get(RelayMetrics).wsUpgradesRefused,
+    }),
   );
   // Runs the bootstrap hooks: the database layer connects, migrates and starts the fence here.
   await app.init();

@@ -5,6 +5,11 @@ import { counter, gauge, histogram, MILLISECONDS_BUCKETS, SECONDS_BUCKETS } from
 @Injectable()
 export class RelayMetrics {
   readonly wsConnectionsTotal = counter({ name: 'buzz_ws_connections_total', help: 'WebSocket connections accepted', labelNames: ['community'] });
+  readonly wsUpgradesRefused = counter({
+    name: 'buzz_ws_upgrades_refused_total',
+    help: 'WebSocket upgrade requests answered with an HTTP error instead of a connection, by reason',
+    labelNames: ['reason'],
+  });
   readonly wsConnectionsActive = gauge({ name: 'buzz_ws_connections_active', help: 'Open WebSocket connections' });
   readonly wsAuthenticatedActive = gauge({ name: 'buzz_ws_authenticated_connections_active', help: 'Authenticated WebSocket connections' });
   readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });

@@ -3,7 +3,7 @@ import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import type { TenancyService } from '../tenancy/tenancy.service.js';
 import { UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { OutputTurns } from './output-turns.js';
-import { RelayWsAdapter, tenantOf, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
+import { RelayWsAdapter, tenantOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
 
 /** Resolves `chat.example` to a live community and every other host to `unknown_host`, without a database. */
 const tenancy = {
@@ -27,8 +27,13 @@ function fakeClock(): { now: () => number; work: (ms: number) => void } {
   return { now: () => t, work: (ms) => void (t += ms) };
 }
 
+/** Refusals counted by reason, as buzz_ws_upgrades_refused_total would count them. */
+let refusals: UpgradeRefusal[];
+beforeEach(() => (refusals = []));
+
 function adapter(maxPendingUpgrades = 100, upgradeTurns = new OutputTurns()): RelayWsAdapter {
-  return new RelayWsAdapter(undefined as never, tenancy, { maxFrameBytes: 1024, cors: new CorsPolicy(['https://chat.example']), maxPendingUpgrades, upgradeTurns });
+  const refused = { inc: ({ reason }: { reason: UpgradeRefusal }) => void refusals.push(reason) };
+  return new RelayWsAdapter(undefined as never, tenancy, { maxFrameBytes: 1024, cors: new CorsPolicy(['https://chat.example']), maxPendingUpgrades, upgradeTurns, refused });
 }
 
 describe('RelayWsAdapter upgrade admission', () => {
@@ -44,6 +49,7 @@ describe('RelayWsAdapter upgrade admission', () => {
     expect(u.answers).toEqual([[true]]);
     expect(tenantOf(u.req)).toEqual({ community: { id: 'c1', archived: false }, host: 'chat.example' });
     expect(a.pendingUpgrades).toBe(0);
+    expect(refusals).toEqual([]);
   });
 
   it('completes a burst of upgrades a few per turn, each once and in order, reading other work between turns', async () => {
@@ -71,6 +77,7 @@ describe('RelayWsAdapter upgrade admission', () => {
     const waits = admitted.map((u) => a.admitUpgrade(u.req, u.done));
     await a.admitUpgrade(busy.req, busy.done);
     expect(busy.answers).toEqual([[false, 503, UPGRADES_BUSY_MESSAGE]]);
+    expect(refusals).toEqual(['busy']);
     expect(tenantOf(busy.req)).toBeUndefined();
     await Promise.all(waits);
     expect(admitted.map((u) => u.answers)).toEqual([[[true]], [[true]]]);
@@ -88,6 +95,7 @@ describe('RelayWsAdapter upgrade admission', () => {
     await a.admitUpgrade(unknown.req, unknown.done);
     expect(foreign.answers).toEqual([[false, 403, ORIGIN_NOT_ALLOWED]]);
     expect(unknown.answers).toEqual([[false, 404, UNKNOWN_HOST_MESSAGE]]);
+    expect(refusals).toEqual(['origin', 'unknown_host']);
     expect(a.pendingUpgrades).toBe(0);
   });
 });

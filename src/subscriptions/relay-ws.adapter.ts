@@ -47,7 +47,12 @@ export interface RelayWsAdapterOptions {
   readonly maxPendingUpgrades: number;
   /** The upgrades' own queue (tests pass one with a fake clock). */
   readonly upgradeTurns?: OutputTurns;
+  /** Counts each refusal by reason (buzz_ws_upgrades_refused_total). */
+  readonly refused?: { inc(labels: { reason: UpgradeRefusal }): void };
 }
+
+/** Why an upgrade was answered with an HTTP error: 403, 400 or 404, 503. */
+export type UpgradeRefusal = 'origin' | 'unknown_host' | 'busy';
 
 export class RelayWsAdapter extends WsAdapter {
   private readonly upgradeTurns: OutputTurns;
@@ -83,25 +88,18 @@ export class RelayWsAdapter extends WsAdapter {
 
   /** ws's verifyClient: refusals are answered at once, an admitted upgrade completes in a turn. */
   async admitUpgrade(req: IncomingMessage, done: VerifyCallback): Promise<void> {
-    if (!this.options.cors.allows(req.headers.origin)) {
-      done(false, 403, ORIGIN_NOT_ALLOWED, PLAIN_TEXT);
-      return;
-    }
+    if (!this.options.cors.allows(req.headers.origin)) return this.refuse(done, 'origin', 403, ORIGIN_NOT_ALLOWED);
     const resolution = await this.tenancy.resolve(req.headers.host);
-    if (!resolution.ok) {
-      done(false, resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE, PLAIN_TEXT);
-      return;
-    }
-    if (resolution.community.archived) {
-      done(false, 404, UNKNOWN_HOST_MESSAGE, PLAIN_TEXT);
-      return;
-    }
-    if (this.upgradeTurns.waiting >= this.options.maxPendingUpgrades) {
-      done(false, 503, UPGRADES_BUSY_MESSAGE, PLAIN_TEXT);
-      return;
-    }
+    if (!resolution.ok) return this.refuse(done, 'unknown_host', resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE);
+    if (resolution.community.archived) return this.refuse(done, 'unknown_host', 404, UNKNOWN_HOST_MESSAGE);
+    if (this.upgradeTurns.waiting >= this.options.maxPendingUpgrades) return this.refuse(done, 'busy', 503, UPGRADES_BUSY_MESSAGE);
     (req as IncomingMessage & { [TENANT]?: BoundTenant })[TENANT] = { community: resolution.community, host: resolution.host };
     // ws completes the upgrade inside `done`; a socket that closed while it waited is destroyed there.
     await this.upgradeTurns.run(() => done(true));
+  }
+
+  private refuse(done: VerifyCallback, reason: UpgradeRefusal, status: number, message: string): void {
+    this.options.refused?.inc({ reason });
+    done(false, status, message, PLAIN_TEXT);
   }
 }

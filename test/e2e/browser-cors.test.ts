@@ -248,8 +248,17 @@ describe('CORS headers and the WebSocket Origin check, without a browser', () =>
     });
   }
 
-  it('refuses a WebSocket upgrade from an unlisted Origin with 403; a listed one and one without Origin open', async () => {
+  /** buzz_ws_upgrades_refused_total{reason} on a relay's /metrics (0 before the first refusal). */
+  async function refusedUpgrades(relay: RelayProcess, reason: string): Promise<number> {
+    const text = await (await fetch(relay.metricsUrl)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`buzz_ws_upgrades_refused_total{reason="${reason}"} `));
+    return line === undefined ? 0 : Number(line.split(' ')[1]);
+  }
+
+  it('refuses a WebSocket upgrade from an unlisted Origin with 403 and counts it; a listed one and one without Origin open', async () => {
+    const before = await refusedUpgrades(listing, 'origin');
     expect(await upgrade(listing, otherPage.origin)).toEqual({ status: 403, body: 'origin not allowed' });
+    expect(await refusedUpgrades(listing, 'origin')).toBe(before + 1);
     expect(await upgrade(listing, listedPage.origin)).toEqual({ opened: true });
     expect(await upgrade(listing, undefined)).toEqual({ opened: true });
     expect(await upgrade(open, otherPage.origin)).toEqual({ opened: true });
