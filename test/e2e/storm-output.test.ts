@@ -5,7 +5,7 @@
  *
  * 150 clients authenticate at once and ask for the same recent page while one key publishes.
  * Asserted (outcomes, never times): every publisher EVENT sent during the storm is acknowledged
- * `OK true`; every client gets its whole page in order, then exactly one EOSE of its own; clients
+ * `OK true`; no history read is routed to the writer (the replica serves them); every client gets its whole page in order, then exactly one EOSE of its own; clients
  * with the same subscription id receive byte-identical history frames, clients with another id
  * the same events under theirs; a page longer than one turn, a REQ whose last filter has no
  * history and one with a single filter end with EOSE too; after the storm every subscription
@@ -28,6 +28,8 @@ let newestFirst: string[];
 
 beforeAll(async () => {
   fx = await startRelayFixture({
+    // History may be served by the replica (issue 17: a storm's history reads never land on the writer).
+    BUZZ_REPLICA_READ_MAX_AGE_MS: '5000',
     BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '100000',
     BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '100000',
   });
@@ -94,12 +96,25 @@ function untilEose(c: StormClient): Array<[string, ...unknown[]]> {
 
 const storedIds = () => new Set(newestFirst);
 
+/** History route decisions so far, by `decision/reason`, from the relay's /metrics. */
+async function historyRoutes(): Promise<Record<string, number>> {
+  const text = await (await fetch(fx.relay.metricsUrl)).text();
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('buzz_db_route_decision{') || !line.includes('path="req_historical"')) continue;
+    const key = `${/decision="([^"]*)"/.exec(line)?.[1]}/${/reason="([^"]*)"/.exec(line)?.[1]}`;
+    out[key] = (out[key] ?? 0) + Number(line.split(' ').pop());
+  }
+  return out;
+}
+
 it('a storm of identical history reads: every client served in full with its own EOSE, every publisher EVENT acknowledged', async () => {
   const publisherKey = newIdentity();
   const publisher = await authed(publisherKey);
   // Every storm REQ also follows the publisher live; that filter has no history (limit 0), so
   // each REQ's last batch is empty and its EOSE goes out in a turn of its own.
   const live = { kinds: [1], authors: [publisherKey.pubkey], limit: 0 };
+  const routesBefore = await historyRoutes();
   const acks: Array<Promise<[boolean, string]>> = [];
   let publishing = true;
   const publishLoop = (async () => {
@@ -124,6 +139,11 @@ it('a storm of identical history reads: every client served in full with its own
 
   expect(results.length).toBeGreaterThan(0);
   expect(results.filter(([ok]) => !ok)).toEqual([]);
+  // The storm's history came from the replica: no history read was routed to the writer.
+  const routesAfter = await historyRoutes();
+  const onWriter = Object.fromEntries(Object.entries(routesAfter).filter(([k, v]) => k.startsWith('writer/') && v !== (routesBefore[k] ?? 0)));
+  expect(onWriter).toEqual({});
+  expect(Object.entries(routesAfter).some(([k, v]) => k.startsWith('replica/') && v > (routesBefore[k] ?? 0))).toBe(true);
 
   const stored = storedIds();
   const historyOf = (c: StormClient) => untilEose(c).filter((f) => f[0] === 'EVENT' && stored.has((f[2] as { id: string }).id));
