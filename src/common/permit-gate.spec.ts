@@ -53,6 +53,13 @@ describe('PermitGate', () => {
     expect(gate.waiting).toBe(0);
     a.release();
     b.release();
+    // Without a share, a tenant holding the whole gate is refused for capacity.
+    const plain = gateOf(1).gate;
+    const all = (await plain.admit(1000, 'a')) as Permit;
+    const more = plain.admit(1000, 'a');
+    await advance(clock, 1000);
+    await expect(more).resolves.toBe('capacity');
+    all.release();
   });
 
   it("a freed permit goes to the tenant that used the gate least, not to the oldest waiter: a flood's backlog does not starve a newcomer", async () => {

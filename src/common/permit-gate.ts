@@ -15,7 +15,8 @@
  *   and go first. A gate used only without tenants is the plain FIFO semaphore it always was.
  * - **Refusal.** A wait that ends without a permit is `share` when the tenant held its whole share
  *   at that moment (its own work is what it waited behind: the client should slow down), else
- *   `capacity` (the gate was full with other tenants' work: the relay is busy).
+ *   `capacity` (the gate was full with other tenants' work: the relay is busy). A gate without a
+ *   share (share = capacity) only ever refuses for capacity.
  */
 
 /** One admitted unit of work. Releasing is idempotent. */
@@ -120,13 +121,18 @@ export class PermitGate {
       const timer = setTimeout(() => {
         const at = t.queue.indexOf(waiter);
         if (at >= 0) this.dequeue(t, at);
-        resolve(this.canHold(t) ? 'capacity' : 'share');
+        resolve(this.overShare(t) ? 'share' : 'capacity');
         this.forgetIfIdle(t);
       }, waitMs);
       t.queue.push(waiter);
       this.ready.add(t);
       this.waiters += 1;
     });
+  }
+
+  /** The tenant holds its whole share, and a share smaller than the gate (else the gate is simply full). */
+  private overShare(t: Tenant): boolean {
+    return !this.canHold(t) && this.share < this.capacity;
   }
 
   private canHold(t: Tenant): boolean {
