@@ -158,4 +158,69 @@ describe('PermitGate', () => {
     ((await gate.admit(1000, 'late')) as Permit).release();
     expect((gate as unknown as { tenants: Map<string, unknown> }).tenants.size).toBeLessThanOrEqual(1);
   });
+
+  describe('rescue', () => {
+    /** On the fake timers' own clock, so a hold's age is what it is when each timer fires. */
+    function rescuing(capacity: number) {
+      const gate = new PermitGate(capacity, { share: 1, now: () => Date.now(), preemptAfterMs: 500, preemptMinHoldMs: 1000 });
+      const stopped: string[] = [];
+      /** A permit whose preempt callback ends its work: it is released at once. */
+      const hold = async (tenant: string) => {
+        let permit: Permit | undefined;
+        const outcome = await gate.admit(5000, tenant, () => {
+          stopped.push(tenant);
+          permit?.release();
+        });
+        permit = outcome as Permit;
+        return permit;
+      };
+      const wait = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+      return { gate, stopped, hold, wait };
+    }
+
+    it('stops the long hold of the tenant that used the gate most for a tenant holding nothing, which then gets the place', async () => {
+      const { gate, stopped, hold, wait } = rescuing(2);
+      const light = await hold('light');
+      await wait(10);
+      light.release();
+      const heavy = await hold('heavy');
+      await wait(400);
+      const heavier = await hold('heavier');
+      await wait(200);
+      heavy.release(); // heavy used 600 ms; its next read holds on
+      const heavyAgain = await hold('heavy');
+      await wait(1500);
+      let got: Permit | GateRefusal | undefined;
+      void gate.admit(1000, 'victim').then((p) => (got = p));
+      await wait(499);
+      expect(stopped).toEqual([]);
+      await wait(1);
+      // heavier has held 2,200 ms; heavy holds 2,000 ms and used 600 ms before (about 520 once
+      // decayed): heavy used the gate most and is stopped.
+      expect(stopped).toEqual(['heavy']);
+      await wait(0);
+      expect(isPermit(got)).toBe(true);
+      (got as Permit).release();
+      heavier.release();
+      heavyAgain.release();
+    });
+
+    it('never stops a short hold, an unattributed one, or one whose caller cannot stop it; a waiter that holds a permit triggers nothing', async () => {
+      const { gate, stopped, hold, wait } = rescuing(3);
+      const plain = (await gate.admit(5000, 'no-callback')) as Permit;
+      const internal = (await gate.acquire(5000))!;
+      const short = await hold('short');
+      await wait(200);
+      const victim = gate.admit(1000, 'victim');
+      await wait(1000);
+      await expect(victim).resolves.toBe('capacity');
+      expect(stopped).toEqual([]);
+      // 'short' has now held 1,200 ms, but its own tenant waiting for a second place is no rescue.
+      const sameTenant = gate.admit(1000, 'short');
+      await wait(1000);
+      await expect(sameTenant).resolves.toBe('share');
+      expect(stopped).toEqual([]);
+      for (const p of [plain, internal, short]) p.release();
+    });
+  });
 });

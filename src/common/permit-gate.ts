@@ -13,6 +13,13 @@
  *   oldest waiter, so equal tenants are served first come, first served. Within a tenant, FIFO.
  * - **Unattributed** callers (no tenant: the relay's own reads) are one FIFO queue with no share
  *   and go first. A gate used only without tenants is the plain FIFO semaphore it always was.
+ * - **Rescue** (optional, `preemptAfterMs`). A tenant that holds nothing and has waited that long
+ *   for a full gate has one holder stopped for it: the permit held at least `preemptMinHoldMs` by
+ *   the tenant that used the gate most (more than the waiter), if its caller gave a `preempt`
+ *   callback. The caller stops its work (the relay cancels the statement) and releases the
+ *   permit, which then goes to the least-used waiter. Without it, keys that each hold their share
+ *   of long reads could keep a light tenant waiting past its deadline however fair the hand-off.
+ *   Short holds (a storm of cheap reads) are never stopped.
  * - **Refusal.** A wait that ends without a permit is `share` when the tenant held its whole share
  *   at that moment (its own work is what it waited behind: the client should slow down), else
  *   `capacity` (the gate was full with other tenants' work: the relay is busy). A gate without a
@@ -32,6 +39,10 @@ export interface PermitGateOptions {
   readonly share?: number;
   /** Milliseconds clock (tests pass a fake one); default `performance.now`. */
   readonly now?: () => number;
+  /** Rescue a waiting tenant that holds nothing after this long (default: never). */
+  readonly preemptAfterMs?: number;
+  /** Only a permit held at least this long may be stopped for a rescue (default 1000). */
+  readonly preemptMinHoldMs?: number;
 }
 
 /** How fast a tenant's past use is forgiven: it halves every 10 s. */
@@ -47,6 +58,15 @@ export function shareOf(capacity: number, percent: number): number {
 interface Waiter {
   readonly seq: number;
   grant(permit: Permit): void;
+  readonly preempt?: () => void;
+}
+
+/** A permit being held, as the rescue sees it. */
+interface Hold {
+  readonly tenant: Tenant;
+  readonly started: number;
+  readonly preempt: (() => void) | undefined;
+  preempted: boolean;
 }
 
 interface Tenant {
@@ -67,7 +87,10 @@ export class PermitGate {
   private readonly unattributed: Tenant;
   /** Tenants with at least one waiter. */
   private readonly ready = new Set<Tenant>();
+  private readonly holds = new Set<Hold>();
   private readonly now: () => number;
+  private readonly preemptAfterMs: number | undefined;
+  private readonly preemptMinHoldMs: number;
   private waiters = 0;
   private seq = 0;
   private lastForget = 0;
@@ -80,6 +103,8 @@ export class PermitGate {
     this.available = capacity;
     this.share = Math.max(1, Math.min(capacity, options.share ?? capacity));
     this.now = options.now ?? (() => performance.now());
+    this.preemptAfterMs = options.preemptAfterMs;
+    this.preemptMinHoldMs = options.preemptMinHoldMs ?? 1000;
     this.unattributed = this.newTenant(undefined);
   }
 
@@ -104,26 +129,33 @@ export class PermitGate {
     return typeof outcome === 'string' ? undefined : outcome;
   }
 
-  /** A permit, or why there was none once `waitMs` passed. */
-  admit(waitMs: number, tenant?: string): Promise<Permit | GateRefusal> {
+  /**
+   * A permit, or why there was none once `waitMs` passed. `preempt`: how to stop the work this
+   * permit is for, should a rescue pick it (it must then end the work and release the permit).
+   */
+  admit(waitMs: number, tenant?: string, preempt?: () => void): Promise<Permit | GateRefusal> {
     const t = this.tenantFor(tenant);
     // Every waiter that could use a free permit already has one (dispatch), so a free permit
     // is this caller's unless its own share is full.
-    if (this.available > 0 && this.canHold(t)) return Promise.resolve(this.take(t));
+    if (this.available > 0 && this.canHold(t)) return Promise.resolve(this.take(t, preempt));
     return new Promise((resolve) => {
       const waiter: Waiter = {
         seq: this.seq++,
         grant: (permit) => {
           clearTimeout(timer);
+          clearTimeout(rescue);
           resolve(permit);
         },
+        preempt,
       };
       const timer = setTimeout(() => {
+        clearTimeout(rescue);
         const at = t.queue.indexOf(waiter);
         if (at >= 0) this.dequeue(t, at);
         resolve(this.overShare(t) ? 'share' : 'capacity');
         this.forgetIfIdle(t);
       }, waitMs);
+      const rescue = this.preemptAfterMs !== undefined && t !== this.unattributed && this.preemptAfterMs < waitMs ? setTimeout(() => this.rescue(t), this.preemptAfterMs) : undefined;
       t.queue.push(waiter);
       this.ready.add(t);
       this.waiters += 1;
@@ -139,19 +171,45 @@ export class PermitGate {
     return t === this.unattributed || t.held < this.share;
   }
 
-  private take(t: Tenant): Permit {
+  private take(t: Tenant, preempt: (() => void) | undefined): Permit {
     const started = this.now();
     this.available -= 1;
     t.held += 1;
     t.holdStarts += started;
+    const hold: Hold = { tenant: t, started, preempt, preempted: false };
+    this.holds.add(hold);
     let held = true;
     return {
       release: () => {
         if (!held) return;
         held = false;
+        this.holds.delete(hold);
         this.finish(t, started);
       },
     };
+  }
+
+  /**
+   * `waiting` holds nothing and still waits for a full gate: stop the longest-held permit of the
+   * most-used tenant that used more than it, if that permit may be stopped.
+   */
+  private rescue(waiting: Tenant): void {
+    if (waiting.queue.length === 0 || waiting.held > 0 || this.available > 0) return;
+    const now = this.now();
+    const waiterScore = this.score(waiting, now);
+    let victim: Hold | undefined;
+    let victimScore = waiterScore;
+    for (const hold of this.holds) {
+      if (hold.preempt === undefined || hold.preempted || hold.tenant === this.unattributed || now - hold.started < this.preemptMinHoldMs) continue;
+      const score = this.score(hold.tenant, now);
+      if (score > victimScore || (victim !== undefined && score === victimScore && hold.started < victim.started)) {
+        victim = hold;
+        victimScore = score;
+      }
+    }
+    if (victim === undefined) return;
+    victim.preempted = true;
+    victim.preempt!();
   }
 
   private finish(t: Tenant, started: number): void {
@@ -171,7 +229,7 @@ export class PermitGate {
       const next = this.nextTenant();
       if (next === undefined) return;
       const waiter = this.dequeue(next, 0);
-      waiter.grant(this.take(next));
+      waiter.grant(this.take(next, waiter.preempt));
     }
   }
 
@@ -182,7 +240,7 @@ export class PermitGate {
     let bestScore = 0;
     for (const t of this.ready) {
       if (!this.canHold(t)) continue;
-      const score = this.decayed(t, now) + (t.held * now - t.holdStarts);
+      const score = this.score(t, now);
       if (best === undefined || score < bestScore || (score === bestScore && t.queue[0].seq < best.queue[0].seq)) {
         best = t;
         bestScore = score;
@@ -196,6 +254,11 @@ export class PermitGate {
     this.waiters -= 1;
     if (t.queue.length === 0) this.ready.delete(t);
     return waiter;
+  }
+
+  /** Permit-time used: past holds decayed, plus the holds running now. */
+  private score(t: Tenant, now: number): number {
+    return this.decayed(t, now) + (t.held * now - t.holdStarts);
   }
 
   /** Past use decayed to `now`; below FORGET_BELOW_MS it counts as none (and ties go first come, first served). */

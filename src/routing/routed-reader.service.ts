@@ -7,17 +7,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
-import { cancelOnAbort } from '../database/cancel-request.js';
-import {
-  DatabaseUnavailableError,
-  HistoryReadRejectedError,
-  QueryTimedOutError,
-  ReadShareExceededError,
-  toDatabaseError,
-  WriterReadRejectedError,
-} from '../database/database-errors.js';
-import { armReadDeadline, disarmReadDeadline } from '../database/read-deadline.js';
-import { PermitGate, shareOf } from '../common/permit-gate.js';
+import { HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from '../database/database-errors.js';
 import { HISTORY_PERMIT_WAIT_MS, HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
 import { HistoryReadPolicy } from '../history-reads/history-read-policy.js';
 import { DatabaseMetrics, RejectedReason, RoutePathLabel, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
@@ -26,28 +16,18 @@ import { recordReadShareRefusal } from '../metrics/read-share-metrics.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { readBudgetWarning } from '../replica-fence/replica-fence.constants.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePaths } from './route-paths.js';
 import { RoutePredicate } from './route-predicate.js';
-import { ROUTED_READER_OPTIONS, WRITER_READ_TIMEOUT_DEFAULT_MS } from './routed-reader.options.js';
+import { ROUTED_READER_OPTIONS } from './routed-reader.options.js';
 import type { RoutedReaderModuleOptions } from './routed-reader.options.js';
 import { ReaderOperation, ReplicaPageRules, RouteDecision, RouteRequest } from './routed-read.types.js';
+import { WriterReadOptions, WriterReads } from './writer-reads.js';
 
-/** How long a client-driven writer read waits for the writer-read cap before it is refused. */
-export const WRITER_READ_WAIT_MS = 1000;
-
-/** Options of a client-driven read on the writer. */
-export interface WriterReadOptions {
-  /** Datastore span name (§6.4), e.g. `query_events`. */
-  readonly span?: string;
-  /** Aborted when the client went away: the running statement is cancelled. */
-  readonly signal?: AbortSignal;
-  /** Whom the read is charged to in the writer-read cap's fair share (the relay: the client's key). */
-  readonly tenant?: string;
-}
+export { WRITER_READ_WAIT_MS } from './writer-reads.js';
+export type { WriterReadOptions } from './writer-reads.js';
 
 type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: 'disabled' | 'stale'; spill?: SpillReason };
 
@@ -57,7 +37,7 @@ export class RoutedReader {
   private readonly logger = new Logger('RoutedReader');
   private readonly aurora = new AuroraIdentityCache();
   /** The writer-read cap: client-driven reads never hold more writer connections than this, one tenant its share of it. */
-  readonly writerReads: PermitGate;
+  private readonly writerReads: WriterReads;
 
   constructor(
     @Inject(ROUTED_READER_OPTIONS) private readonly options: RoutedReaderModuleOptions,
@@ -68,8 +48,7 @@ export class RoutedReader {
     private readonly policy: HistoryReadPolicy,
     private readonly paths: RoutePaths,
   ) {
-    const cap = options.writerReadCap ?? Math.max(1, Math.floor(db.settings.poolSize / 2));
-    this.writerReads = new PermitGate(cap, { share: shareOf(cap, options.tenantSharePercent ?? 100) });
+    this.writerReads = new WriterReads(db, options, this.logger);
     if (!policy.shed) this.logger.warn('history reads spill onto the writer instead of being shed (a benchmark baseline only)');
     const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
     if (warning) this.logger.warn(warning);
@@ -155,42 +134,11 @@ export class RoutedReader {
   /**
    * A client-driven read served by the writer (no route decision): writer-pinned reads (no
    * `kinds`, channel metadata, strong consistency, search matching, the bridge's windows) and
-   * every writer fallback of a routed read. It waits at most WRITER_READ_WAIT_MS for the
-   * writer-read cap, else it is refused (WriterReadRejected; ReadShareExceeded when its tenant
-   * held its whole share of the cap meanwhile), so such reads never take the connections event
-   * writes and authorization need; its statements run under the client-read deadline
-   * (BUZZ_DB_CLIENT_READ_TIMEOUT_MS); `signal` cancels the running statement.
+   * every writer fallback of a routed read, under the writer-read cap (WriterReads).
    */
-  async writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
-    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerRead(operation, work, { signal: opts.signal, tenant: opts.tenant }));
-    opts.signal?.throwIfAborted();
-    const permit = await this.writerReads.admit(WRITER_READ_WAIT_MS, opts.tenant);
-    if (typeof permit === 'string') {
-      recordReadShareRefusal('writer_reads', permit);
-      this.logger.debug({ operation, refusal: permit }, 'writer read refused: writer-read cap full');
-      throw permit === 'share' ? new ReadShareExceededError('writer_reads') : new WriterReadRejectedError();
-    }
-    try {
-      const client = await this.db.acquireWriter(operation, opts.signal);
-      armReadDeadline(client, this.options.clientReadTimeoutMs ?? WRITER_READ_TIMEOUT_DEFAULT_MS);
-      const cancel = cancelOnAbort(client, opts.signal);
-      let result: T;
-      try {
-        result = await work(kyselyOn(client));
-      } catch (caught) {
-        const err = toDatabaseError(caught);
-        const cancelled = cancel.dispose();
-        disarmReadDeadline(client);
-        client.release(cancelled || err instanceof DatabaseUnavailableError ? (err as Error) : undefined);
-        throw err;
-      }
-      const cancelled = cancel.dispose();
-      disarmReadDeadline(client);
-      client.release(cancelled ? new Error('read abandoned: the client went away') : undefined);
-      return result;
-    } finally {
-      permit.release();
-    }
+  writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
+    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerReads.read(operation, work, { signal: opts.signal, tenant: opts.tenant }));
+    return this.writerReads.read(operation, work, opts);
   }
 
   /**

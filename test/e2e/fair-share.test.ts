@@ -116,4 +116,33 @@ describe("one key's flood", () => {
     flood.close();
     served.close();
   });
+
+  it('spread over several keys that fill the writer-read cap, has its longest read stopped so another key is still served', async () => {
+    const flooders = Array.from({ length: 4 }, () => newIdentity());
+    const victim = newIdentity();
+    const floods = await Promise.all(flooders.map((id) => RawClient.authed(relay.wsUrl, id)));
+    const served = await RawClient.authed(relay.wsUrl, victim);
+    const note = victim.sign({ kind: 1, content: 'still here' });
+    expect(await served.publish(note)).toEqual([true, '']);
+    const stoppedBefore = await metricSum(relay.metricsUrl, 'buzz_db_read_share_refusals_total', { gate: 'writer_reads', reason: 'preempted' });
+
+    await whileRefsLocked(async () => {
+      // Each key holds its share (one read) of the cap of four: the cap is full.
+      floods.forEach((c, i) => c.send(['REQ', 'hold', { '#e': [note.id], limit: 200 + i }]));
+      expect(await lockWaiters((n) => n === 4)).toBe(4);
+      // A second read of the first key is refused after the whole wait: the holds are that old.
+      floods[0].send(['REQ', 'more', { '#e': [note.id], limit: 300 }]);
+      expect((await ended(floods[0], 'more'))[2]).toBe(READS_FOR_KEY);
+
+      const req = await served.req('mine', { kinds: [1], authors: [victim.pubkey], limit: 1 });
+      expect(req.end).toEqual(['EOSE', 'mine']);
+      expect(req.events.map((e) => e.id)).toEqual([note.id]);
+      // One flood read was cancelled for it, and told why; the other three still wait on the lock.
+      const outcomes = await Promise.all(floods.map((c) => ended(c, 'hold', 2000).then((f) => String(f[2]), () => 'still running')));
+      expect(outcomes.sort()).toEqual([READS_FOR_KEY, 'still running', 'still running', 'still running']);
+      expect(await lockWaiters((n) => n === 3)).toBe(3);
+    });
+    expect(await metricSum(relay.metricsUrl, 'buzz_db_read_share_refusals_total', { gate: 'writer_reads', reason: 'preempted' })).toBe(stoppedBefore + 1);
+    [...floods, served].forEach((c) => c.close());
+  });
 });
