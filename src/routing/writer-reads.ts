@@ -61,22 +61,34 @@ export class WriterReads {
    * (BUZZ_DB_CLIENT_READ_TIMEOUT_MS); `signal` cancels the running statement.
    */
   async read<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
-    opts.signal?.throwIfAborted();
-    const stopped = new AbortController();
-    const permit = await this.gate.admit(WRITER_READ_WAIT_MS, opts.tenant, () => stopped.abort());
+    const client = opts.signal;
+    client?.throwIfAborted();
+    // Aborted when the client goes away or when the cap's rescue stops this read.
+    const stop = new AbortController();
+    let preempted = false;
+    const permit = await this.gate.admit(WRITER_READ_WAIT_MS, opts.tenant, () => {
+      preempted = true;
+      stop.abort();
+    });
     if (typeof permit === 'string') {
       recordReadShareRefusal('writer_reads', permit);
       this.logger.debug({ operation, refusal: permit }, 'writer read refused: writer-read cap full');
       throw permit === 'share' ? new ReadShareExceededError('writer_reads') : new WriterReadRejectedError();
     }
+    // Not AbortSignal.any: a client's signal lives as long as its connection, and every read
+    // would hang a dependent signal on it.
+    const gone = () => stop.abort(client?.reason);
+    if (client?.aborted) gone();
+    else client?.addEventListener('abort', gone, { once: true });
     try {
-      return await this.onConnection(operation, work, opts.signal === undefined ? stopped.signal : AbortSignal.any([opts.signal, stopped.signal]));
+      return await this.onConnection(operation, work, stop.signal);
     } catch (err) {
-      if (!stopped.signal.aborted || opts.signal?.aborted === true) throw err;
+      if (!preempted || client?.aborted === true) throw err;
       recordReadShareRefusal('writer_reads', 'preempted');
       this.logger.debug({ operation }, 'writer read stopped for a tenant that used the writer-read cap less');
       throw new ReadShareExceededError('writer_reads');
     } finally {
+      client?.removeEventListener('abort', gone);
       permit.release();
     }
   }
