@@ -55,6 +55,16 @@ async function attempt(url: string, opts: { from?: string; headers?: Record<stri
   }
 }
 
+/** An attempt that, once opened, authenticates, so the 5 s AUTH deadline does not free its place. */
+async function attemptAuthed(url: string, opts: { from?: string; headers?: Record<string, string> } = {}): Promise<Upgrade> {
+  const upgrade = await attempt(url, opts);
+  if (!upgrade.opened) return upgrade;
+  const ev = newIdentity().sign({ kind: 22242, tags: [['relay', url], ['challenge', upgrade.client.challenge]] });
+  upgrade.client.send(['AUTH', ev]);
+  expect((await upgrade.client.waitFor((f) => f[0] === 'OK' && f[1] === ev.id))[2]).toBe(true);
+  return upgrade;
+}
+
 /** Connects and authenticates (kept open until the test ends). */
 async function authed(url: string, id = newIdentity(), from?: string): Promise<RawClient> {
   const c = await RawClient.authed(url, id, from);
@@ -120,13 +130,13 @@ describe('per address', () => {
   it('behind a trusted proxy, counts each client under the address the proxy forwards, and a peer that is not a trusted proxy under its own', async () => {
     const relay = await relayWith({ BUZZ_MAX_CONNECTIONS_PER_IP: '3', BUZZ_TRUSTED_PROXIES: '127.0.0.1' });
     const via = (client: string) => ({ from: '127.0.0.1', headers: { 'X-Forwarded-For': client } });
-    for (let i = 0; i < 3; i++) expect((await attempt(relay.wsUrl, via('198.51.100.1'))).opened).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await attemptAuthed(relay.wsUrl, via('198.51.100.1'))).opened).toBe(true);
     expect(await attempt(relay.wsUrl, via('198.51.100.1'))).toEqual(expect.objectContaining({ status: 429 }));
     // A forged first hop does not help: the proxy appends the address it saw.
     expect(await attempt(relay.wsUrl, via('10.9.9.9, 198.51.100.1'))).toEqual(expect.objectContaining({ status: 429 }));
     expect((await attempt(relay.wsUrl, via('198.51.100.2'))).opened).toBe(true);
     // 127.0.0.4 is no trusted proxy: its header is not believed, every socket counts under 127.0.0.4.
-    for (let i = 0; i < 3; i++) expect((await attempt(relay.wsUrl, { from: '127.0.0.4', headers: { 'X-Forwarded-For': `198.51.100.${10 + i}` } })).opened).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await attemptAuthed(relay.wsUrl, { from: '127.0.0.4', headers: { 'X-Forwarded-For': `198.51.100.${10 + i}` } })).opened).toBe(true);
     expect(await attempt(relay.wsUrl, { from: '127.0.0.4', headers: { 'X-Forwarded-For': '198.51.100.99' } })).toEqual(expect.objectContaining({ status: 429 }));
   });
 });
@@ -135,18 +145,12 @@ describe('the reserve', () => {
   it('when one address fills the general places, another address still gets its challenge and is served; unauthenticated sockets cannot take the whole reserve', async () => {
     // 14 places, 6 reserved: one address gets the 8 general places only.
     const relay = await relayWith({ BUZZ_MAX_CONNECTIONS: '14', BUZZ_CONNECTION_RESERVE: '6', BUZZ_MAX_CONNECTIONS_PER_IP: '100' });
-    const flood = newIdentity();
     let opened = 0;
     let refusal: Upgrade | undefined;
     for (let i = 0; i < 20 && refusal === undefined; i++) {
-      const next = await attempt(relay.wsUrl, { from: '127.0.0.2' });
-      if (!next.opened) refusal = next;
-      else {
-        opened += 1;
-        const auth = flood.sign({ kind: 22242, tags: [['relay', relay.wsUrl], ['challenge', next.client.challenge]] });
-        next.client.send(['AUTH', auth]);
-        expect((await next.client.waitFor((f) => f[0] === 'OK' && f[1] === auth.id))[2]).toBe(true);
-      }
+      const next = await attemptAuthed(relay.wsUrl, { from: '127.0.0.2' });
+      if (next.opened) opened += 1;
+      else refusal = next;
     }
     expect(opened).toBe(8);
     expect(refusal).toEqual({ opened: false, status: 503, body: 'relay is full: too many connections, retry later', retryAfter: '5' });
