@@ -14,6 +14,7 @@ import { CorsPolicy } from './common/cors-policy.js';
 import { installHttpObserver } from './common/http-observer.js';
 import { AppConfig } from './config/app-config.js';
 import { MetricsListener } from './metrics/metrics-listener.js';
+import { ConnectionAdmission } from './subscriptions/connection-admission.service.js';
 import { RelayWsAdapter } from './subscriptions/relay-ws.adapter.js';
 import { RelayMembershipRepository } from './moderation/relay-membership.repository.js';
 import { CommunityRepository } from './tenancy/community.repository.js';
@@ -81,6 +82,8 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
       cors,
       maxPendingUpgrades: config.limits.maxConnections,
       refused: app.get(RelayMetrics).wsUpgradesRefused,
+      connections: app.get(ConnectionAdmission),
+      maxConnectionsPerIp: config.limits.maxConnectionsPerIp,
     }),
   );
   // Runs the bootstrap hooks: the database layer connects, migrates and starts the fence here.

@@ -39,10 +39,11 @@ export function relayDatabaseModules(config: AppConfig): DynamicModule[] {
       probeIntervalMs: config.replica.probeIntervalMs,
       metricsIntervalSecs: config.database.poolMetricsIntervalSecs,
     }),
-    HistoryReadsModule.forRoot({ readPoolSize: config.database.readPoolSize }),
+    HistoryReadsModule.forRoot({ readPoolSize: config.database.readPoolSize, tenantSharePercent: config.limits.keySharePercent }),
     RoutedReaderModule.forRoot({
       readMaxAgeMs: config.replica.readMaxAgeMs,
       writerReadCap: config.database.writerReadCap,
+      tenantSharePercent: config.limits.keySharePercent,
       clientReadTimeoutMs: config.database.clientReadTimeoutMs,
     }),
   ];

@@ -42,6 +42,14 @@ const UNLIMITED_QUOTAS = {
 };
 
 /**
+ * Every bench client connects from this machine's one address, so the per-address connection
+ * limit (1,000 by default) and the reserve under the cap (places for addresses holding few
+ * sockets), both attack guards, would refuse a storm of simulated users: the benches lift them.
+ * The per-key limits and shares stay as shipped: each bench client has its own key.
+ */
+const ONE_ADDRESS_MANY_USERS = { BUZZ_MAX_CONNECTIONS_PER_IP: '1000000', BUZZ_CONNECTION_RESERVE: '0' };
+
+/**
  * The bridge benches (history-shed, long-thread) name their reader with the X-Pubkey development
  * header instead of signing NIP-98 per call; a relay with DATABASE_URL refuses it unless told.
  */
@@ -163,6 +171,7 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost,127.0.0.1',
     ...UNLIMITED_QUOTAS,
+    ...ONE_ADDRESS_MANY_USERS,
     ...DEV_HEADER,
     ...passThrough,
     ...databaseEnv,

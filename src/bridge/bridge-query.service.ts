@@ -138,13 +138,13 @@ export class BridgeQueryService {
     const settings = await this.communities.settings(reader.communityId);
     const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel, reader: reader.pubkey };
     const { page, session } = strong(f)
-      ? { page: await this.routed.writerRead('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query)), session: undefined }
+      ? { page: await this.routed.writerRead('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query), { tenant: reader.pubkey }), session: undefined }
       : await this.routed.session(
-          { path: p.cursor ? 'channel_cursor' : 'channel_head', predicate: fromChannelCursor(p.channelId, p.cursor?.until), span: 'get_channel_window' },
+          { path: p.cursor ? 'channel_cursor' : 'channel_head', predicate: fromChannelCursor(p.channelId, p.cursor?.until), span: 'get_channel_window', tenant: reader.pubkey },
           (db) => this.reads.channelWindow(db, reader.communityId, query),
         );
     try {
-      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.writerRead('authorization', work);
+      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.writerRead('authorization', work, { tenant: reader.pubkey });
       const hasMore = page.length > p.limit;
       const rows = visibleRows(page.slice(0, p.limit), reader.pubkey);
       const out = [...rows];
@@ -203,7 +203,7 @@ export class BridgeQueryService {
       const limit = remaining;
       const work = (db: Kysely<DB>) =>
         type === 'activity' ? this.reads.activity(db, scope, f.since, limit) : this.reads.mentions(db, scope, reader.pubkey, f.since, limit, type === 'needs_action');
-      const rows = await this.readFor(f, { path: 'bridge_feed', predicate: BOUNDED, span: `query_feed_${type}_routed`, author: reader }, work);
+      const rows = await this.readFor(f, { path: 'bridge_feed', predicate: BOUNDED, span: `query_feed_${type}_routed`, author: reader, tenant: reader.pubkey }, work);
       out.push(...rows);
       remaining -= rows.length;
     }
@@ -230,20 +230,20 @@ export class BridgeQueryService {
     // Forward cursor pages have no upper bound to pre-check: served from the replica only when
     // full and entirely at or below the proved fence wall (else the thread_eof writer re-run).
     const request: RouteRequest = p.cursor
-      ? { path: 'thread_cursor', predicate: { kind: 'covered_post_verified', proof: ChannelScope.threadJoin() }, span: 'get_thread_replies' }
-      : { path: 'thread_head', predicate: BOUNDED, span: 'get_thread_replies', author: reader };
+      ? { path: 'thread_cursor', predicate: { kind: 'covered_post_verified', proof: ChannelScope.threadJoin() }, span: 'get_thread_replies', tenant: reader.pubkey }
+      : { path: 'thread_head', predicate: BOUNDED, span: 'get_thread_replies', author: reader, tenant: reader.pubkey };
     const postVerify = (page: NostrEvent[], entry: { fenceWall: number }) =>
       page.length >= p.limit && (page.length === 0 || page[page.length - 1].created_at * 1000 <= entry.fenceWall);
-    const page = strong(f) ? await this.routed.writerRead('authorization', work) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
+    const page = strong(f) ? await this.routed.writerRead('authorization', work, { tenant: reader.pubkey }) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
     const replies = visibleRows(page, reader.pubkey);
     if (!p.includeAux) return replies;
-    const run: Runner = (w) => this.readFor(f, { path: 'bridge_thread_aux', predicate: BOUNDED, span: 'thread_window_aux' }, w);
+    const run: Runner = (w) => this.readFor(f, { path: 'bridge_thread_aux', predicate: BOUNDED, span: 'thread_window_aux', tenant: reader.pubkey }, w);
     return [...replies, ...(await this.auxClosure(reader, scope, [p.rootId, ...replies.map((r) => r.id)], run))];
   }
 
   /** A routed read, or the writer when the filter asks for `consistency: "strong"`. */
   private readFor<T>(f: NostrFilter, req: Omit<RouteRequest, 'author'> & { author?: BridgeReader }, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-    if (strong(f)) return this.routed.writerRead('authorization', work);
+    if (strong(f)) return this.routed.writerRead('authorization', work, { tenant: req.tenant });
     const author = req.author ? { communityId: req.author.communityId, pubkey: req.author.pubkey } : undefined;
     return this.routed.read({ ...req, author }, work);
   }

@@ -161,7 +161,7 @@ export class ThreadWindowService {
       return page;
     };
     if (filter.extensions.consistency === 'strong') {
-      const run: Runner = (work) => this.routed.writerRead('authorization', work);
+      const run: Runner = (work) => this.routed.writerRead('authorization', work, { tenant: reader.pubkey });
       return { page: charged(await run(load)), run, release: () => undefined };
     }
     const { page, session } = await this.routed.session(
@@ -170,6 +170,7 @@ export class ThreadWindowService {
         predicate: fromChannelCursor(q.channelId, q.cursor?.createdAt),
         author: q.cursor ? undefined : { communityId: reader.communityId, pubkey: reader.pubkey },
         span: 'get_thread_window',
+        tenant: reader.pubkey,
       },
       load,
       {

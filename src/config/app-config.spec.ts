@@ -39,6 +39,36 @@ describe('loadConfig', () => {
     expect(problemsOf({ BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '50', BUZZ_RATE_LIMIT_HUMAN_WS_BURST: '40' })[0]).toContain('50..1000000');
   });
 
+  describe('connection limits and fair shares', () => {
+    it('defaults: 10,000 connections with 500 in reserve, 1,000 per address, 32 per key, a quarter of each capacity per key, no trusted proxy', () => {
+      const c = loadConfig({});
+      expect(c.limits).toEqual(
+        expect.objectContaining({ maxConnections: 10000, connectionReserve: 500, maxConnectionsPerIp: 1000, maxConnectionsPerKey: 32, keySharePercent: 25 }),
+      );
+      expect(c.trustedProxies).toEqual([]);
+      expect(loadConfig({ BUZZ_MAX_CONNECTIONS: '40' }).limits.connectionReserve).toBe(2);
+    });
+
+    it('takes the reserve below the cap only, and the share in 1..100', () => {
+      expect(loadConfig({ BUZZ_MAX_CONNECTIONS: '40', BUZZ_CONNECTION_RESERVE: '39' }).limits.connectionReserve).toBe(39);
+      expect(problemsOf({ BUZZ_MAX_CONNECTIONS: '40', BUZZ_CONNECTION_RESERVE: '40' })).toEqual([
+        'BUZZ_CONNECTION_RESERVE must be an integer in 0..39 (below BUZZ_MAX_CONNECTIONS), got "40"',
+      ]);
+      expect(problemsOf({ BUZZ_KEY_SHARE_PERCENT: '0' })).toEqual(['BUZZ_KEY_SHARE_PERCENT must be an integer in 1..100, got "0"']);
+      expect(problemsOf({ BUZZ_MAX_CONNECTIONS_PER_IP: '0', BUZZ_MAX_CONNECTIONS_PER_KEY: 'many' })).toEqual([
+        'BUZZ_MAX_CONNECTIONS_PER_IP must be an integer in 1..1000000, got "0"',
+        'BUZZ_MAX_CONNECTIONS_PER_KEY must be an integer in 1..1000000, got "many"',
+      ]);
+    });
+
+    it('takes trusted proxies as addresses, CIDR ranges or named ranges, and stops start-up naming an entry that is none', () => {
+      expect(loadConfig({ BUZZ_TRUSTED_PROXIES: '10.0.0.0/8, loopback,fd00::/8,10.0.0.0/8' }).trustedProxies).toEqual(['10.0.0.0/8', 'loopback', 'fd00::/8']);
+      expect(problemsOf({ BUZZ_TRUSTED_PROXIES: '10.0.0.1,my-proxy' })).toEqual([
+        'BUZZ_TRUSTED_PROXIES must be comma-separated addresses, CIDR ranges (10.0.0.0/8) or loopback, linklocal, uniquelocal; not an address: "my-proxy"',
+      ]);
+    });
+  });
+
   it('takes the reader size from the writer size unless set', () => {
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7' }).database.readPoolSize).toBe(7);
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);

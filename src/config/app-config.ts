@@ -3,6 +3,7 @@
  * loader turns the environment into a validated, typed, frozen value, and a bad
  * value stops start-up with a message naming the variable and what it accepts.
  */
+import proxyaddr from '@fastify/proxy-addr';
 import { ConfigError, EnvReader } from './env-reader.js';
 
 export interface DatabaseConfig {
@@ -48,6 +49,22 @@ export interface ReplicaConfig {
 
 export interface RelayLimits {
   readonly maxConnections: number;
+  /**
+   * `BUZZ_CONNECTION_RESERVE` (0..BUZZ_MAX_CONNECTIONS-1, default a twentieth of it): the last
+   * connections under the cap, admitted only for an address holding fewer than
+   * RESERVE_PER_ADDRESS sockets, so one that filled the rest does not lock new clients out.
+   */
+  readonly connectionReserve: number;
+  /** `BUZZ_MAX_CONNECTIONS_PER_IP` (default 1000): open WebSockets per client address (an IPv6 /64 counts as one). */
+  readonly maxConnectionsPerIp: number;
+  /** `BUZZ_MAX_CONNECTIONS_PER_KEY` (default 32): authenticated WebSockets per pubkey on this pod. */
+  readonly maxConnectionsPerKey: number;
+  /**
+   * `BUZZ_KEY_SHARE_PERCENT` (1..100, default 25): the most of each shared capacity (the handler
+   * budget, the writer-read cap, the replica history-read cap, the search gate) one key may hold
+   * at once; 100 turns the shares off.
+   */
+  readonly keySharePercent: number;
   readonly maxConcurrentHandlers: number;
   readonly sendBuffer: number;
   /** Output bytes queued per connection before its sends count as full. */
@@ -212,6 +229,12 @@ export interface AppConfig {
    * community. An invalid entry stops start-up (relay.md §7).
    */
   readonly relayOperatorPubkeys: readonly string[];
+  /**
+   * `BUZZ_TRUSTED_PROXIES` (comma-separated addresses, CIDR ranges, or `loopback`, `linklocal`,
+   * `uniquelocal`; empty by default): peers whose `X-Forwarded-For` names the client's address
+   * for the per-address connection limits. Empty = the header is never believed.
+   */
+  readonly trustedProxies: readonly string[];
   /** Problems that do not stop start-up (an ignored RELAY_OWNER_PUBKEY); logged once at start. */
   readonly warnings: readonly string[];
   readonly authHold: AuthHoldLimits;
@@ -286,7 +309,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       probeIntervalMs: r.int('BUZZ_REPLICA_FENCE_PROBE_INTERVAL_MS', 500, 300, 10_000),
     },
     limits: {
-      maxConnections: r.int('BUZZ_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      ...connectionLimits(r),
+      keySharePercent: r.int('BUZZ_KEY_SHARE_PERCENT', DEFAULT_KEY_SHARE_PERCENT, 1, 100),
       maxConcurrentHandlers: r.int('BUZZ_MAX_CONCURRENT_HANDLERS', 1024, 1, 1_000_000),
       sendBuffer: r.int('BUZZ_SEND_BUFFER', 1000, 1, 1_000_000),
       sendBufferBytes: r.int('BUZZ_SEND_BUFFER_BYTES', 16 * MIB, 64 * 1024, 1024 * MIB),
@@ -316,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     authVerifyTimeoutMs: r.int('BUZZ_AUTH_VERIFY_TIMEOUT_MS', 30_000, 1000, 600_000),
     corsOrigins: corsOrigins(r),
     ...relayAuthorities(r),
+    trustedProxies: trustedProxies(r),
     authHold: {
       maxFrames: r.int('BUZZ_AUTH_HOLD_FRAMES', 30, 0, 10_000),
       maxBytes: r.int('BUZZ_AUTH_HOLD_BYTES', 256 * 1024, 0, 64 * MIB),
@@ -365,6 +390,48 @@ function originOf(entry: string): string | undefined {
 }
 
 export const DEFAULT_WS_BURST = 30;
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+export const DEFAULT_MAX_CONNECTIONS_PER_IP = 1000;
+export const DEFAULT_MAX_CONNECTIONS_PER_KEY = 32;
+export const DEFAULT_KEY_SHARE_PERCENT = 25;
+
+/** A twentieth of the cap, rounded down: 10,000 → 500, 19 → 0. */
+export function defaultConnectionReserve(maxConnections: number): number {
+  return Math.floor(maxConnections / 20);
+}
+
+function connectionLimits(r: EnvReader): Pick<RelayLimits, 'maxConnections' | 'connectionReserve' | 'maxConnectionsPerIp' | 'maxConnectionsPerKey'> {
+  const maxConnections = r.int('BUZZ_MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
+  return {
+    maxConnections,
+    connectionReserve: r.int(
+      'BUZZ_CONNECTION_RESERVE',
+      defaultConnectionReserve(maxConnections),
+      0,
+      maxConnections - 1,
+      `must be an integer in 0..${maxConnections - 1} (below BUZZ_MAX_CONNECTIONS)`,
+    ),
+    maxConnectionsPerIp: r.int('BUZZ_MAX_CONNECTIONS_PER_IP', DEFAULT_MAX_CONNECTIONS_PER_IP, 1, 1_000_000),
+    maxConnectionsPerKey: r.int('BUZZ_MAX_CONNECTIONS_PER_KEY', DEFAULT_MAX_CONNECTIONS_PER_KEY, 1, 1_000_000),
+  };
+}
+
+/** Each entry must be an address, a CIDR range or one of proxy-addr's named ranges. */
+function trustedProxies(r: EnvReader): readonly string[] {
+  const entries = r.list('BUZZ_TRUSTED_PROXIES', []);
+  const bad = entries.filter((entry) => {
+    try {
+      proxyaddr.compile(entry);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (bad.length > 0) {
+    r.fail('BUZZ_TRUSTED_PROXIES', `must be comma-separated addresses, CIDR ranges (10.0.0.0/8) or loopback, linklocal, uniquelocal; not an address: ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+  }
+  return bad.length > 0 ? [] : [...new Set(entries)];
+}
 
 function rateLimits(r: EnvReader): RateLimitConfig {
   const humanWsEventsPerSec = r.int('BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC', 10, 1, 1_000_000);

@@ -2,16 +2,17 @@ import { ArgumentsHost, NotFoundException } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
 import { markObserved, requestAnnotations } from '../common/request-annotations.js';
 import { DatabaseErrorFilter } from './database-error.filter.js';
-import { PoolTimeoutError, QueryTimedOutError, toDatabaseError } from './database-errors.js';
+import { OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from './database-errors.js';
 
-function run(exception: unknown, request: object = {}): { status: number; body: unknown } {
-  const out = { status: 0, body: undefined as unknown };
+function run(exception: unknown, request: object = {}): { status: number; body: unknown; headers?: Record<string, string> } {
+  const out = { status: 0, body: undefined as unknown, headers: {} as Record<string, string> };
   const reply = {
     status(s: number) {
       out.status = s;
       return reply;
     },
-    header() {
+    header(name: string, value: string) {
+      if (name !== 'content-type') out.headers[name] = value;
       return reply;
     },
     send(b: string) {
@@ -21,7 +22,8 @@ function run(exception: unknown, request: object = {}): { status: number; body: 
   };
   const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => request }) } as unknown as ArgumentsHost;
   new DatabaseErrorFilter().catch(exception, host);
-  return out;
+  const { headers, ...answer } = out;
+  return Object.keys(headers).length > 0 ? out : answer;
 }
 
 describe('DatabaseErrorFilter', () => {
@@ -32,6 +34,12 @@ describe('DatabaseErrorFilter', () => {
   it('maps an unavailable database to the retryable 503', () => {
     expect(run(new PoolTimeoutError('timeout exceeded when trying to connect'))).toEqual({ status: 503, body: { error: 'database unavailable' } });
     expect(run(toDatabaseError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })))).toEqual({ status: 503, body: { error: 'database unavailable' } });
+  });
+
+  it("maps a read refused for its key's share to 429 with Retry-After, in a path's own wording too", () => {
+    const answer = { status: 429, body: { error: 'rate-limited: too many concurrent reads for this key' }, headers: { 'retry-after': '1' } };
+    expect(run(new ReadShareExceededError('writer_reads'))).toEqual(answer);
+    expect(run(new OwnWordingFailure(new ReadShareExceededError('history_reads'), { timedOut: 'thread window timed out' }))).toEqual(answer);
   });
 
   it('decides by type only: an untyped driver error is a 500 (the boundary types it, not the filter)', () => {

@@ -2,17 +2,22 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
 import { annotateRequest, isObserved, type RequestAnnotations } from '../common/request-annotations.js';
-import { DatabaseUnavailableError, LockTimedOutError, OwnWordingFailure, PoolTimeoutError, QueryTimedOutError } from './database-errors.js';
+import { DatabaseUnavailableError, LockTimedOutError, OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError } from './database-errors.js';
 
 type Answer = [status: number, body: Record<string, unknown>];
 
 const INTERNAL: Answer = [500, { error: 'internal server error' }];
+/** A read refused for its key's share of a read gate: the client should slow down. */
+export const READ_SHARE_ANSWER: Answer = [429, { error: 'rate-limited: too many concurrent reads for this key' }];
+/** Seconds a 429 for a key's share asks the client to wait. */
+const READ_SHARE_RETRY_AFTER_SECS = '1';
 
 /**
  * The one place HTTP statuses and bodies are decided for failures (relay.md §3.10), by type:
  * a statement deadline (QueryTimedOutError) is the terminal 503 `query timed out`; an unavailable
  * database (DatabaseUnavailableError: pool timeout, shed read, closed pool, socket failure) the
- * retryable 503 `database unavailable`; a relay-decided HttpError its own answer; anything else a
+ * retryable 503 `database unavailable`; a read refused for its key's share (ReadShareExceededError)
+ * a 429 with `Retry-After`; a relay-decided HttpError its own answer; anything else a
  * 500 whose cause is only logged: as the `err` of the request's one log line where the relay's
  * HTTP observer runs, else (an importer's app) through Nest's logger. A path with its own wording (OwnWordingFailure, the thread
  * window of §3.6b) is decided here too, with its words.
@@ -31,6 +36,7 @@ export class DatabaseErrorFilter implements ExceptionFilter {
     const [status, body] = this.answer(exception);
     if (isObserved(req)) annotateRequest(req, logFields(exception, status, body));
     else if (status === 500) this.logger.error({ err: exception }, 'internal error');
+    if (status === READ_SHARE_ANSWER[0] && body === READ_SHARE_ANSWER[1]) void reply.header('retry-after', READ_SHARE_RETRY_AFTER_SECS);
     void reply.status(status).header('content-type', 'application/json').send(JSON.stringify(body));
   }
 
@@ -42,6 +48,7 @@ export class DatabaseErrorFilter implements ExceptionFilter {
       const status = exception.getStatus();
       return [status, { error: status === 404 ? 'not found' : exception.message }];
     }
+    if (exception instanceof ReadShareExceededError) return READ_SHARE_ANSWER;
     if (exception instanceof QueryTimedOutError) return [503, { error: 'query timed out' }];
     if (exception instanceof DatabaseUnavailableError) return [503, { error: 'database unavailable' }];
     return INTERNAL;
@@ -50,7 +57,7 @@ export class DatabaseErrorFilter implements ExceptionFilter {
   /** §3.6b: a deadline, lock or pool timeout is a 503 in the path's words; anything else a 500. */
   private inOwnWords(failure: OwnWordingFailure): Answer {
     const cause = failure.cause;
-    if (cause instanceof HttpError) return this.answer(cause);
+    if (cause instanceof HttpError || cause instanceof ReadShareExceededError) return this.answer(cause);
     if (cause instanceof QueryTimedOutError || cause instanceof LockTimedOutError || cause instanceof PoolTimeoutError) return [503, { error: failure.wording.timedOut }];
     return INTERNAL;
   }

@@ -8,6 +8,7 @@
  *   DatabaseError
  *   ├─ QueryTimedOutError          a statement hit its deadline (SQLSTATE 57014): terminal
  *   ├─ LockTimedOutError           a lock wait hit lock_timeout (55P03)
+ *   ├─ ReadShareExceededError      the read's tenant already held its share of a read gate
  *   └─ DatabaseUnavailableError    socket/I-O failure, closed pool, server going away: retryable
  *      └─ PoolTimeoutError         no connection within the acquire budget
  *         ├─ HistoryReadRejectedError   a history read shed (seed 000)
@@ -61,6 +62,20 @@ export class HistoryReadRejectedError extends PoolTimeoutError {
 export class WriterReadRejectedError extends PoolTimeoutError {
   constructor() {
     super('writer read rejected: writer_read_cap');
+  }
+}
+
+/** The read gates whose permits are shared between tenants (common/permit-gate.ts). */
+export type SharedReadGate = 'writer_reads' | 'history_reads' | 'search';
+
+/**
+ * A read refused because its tenant (the client's key) held its whole share of a read gate for
+ * the gate's wait: the client's own reads were what it waited behind, so the client should slow
+ * down. Not a DatabaseUnavailableError: the database was not the limit, this tenant was.
+ */
+export class ReadShareExceededError extends DatabaseError {
+  constructor(readonly gate: SharedReadGate) {
+    super(`read refused: tenant over its share of ${gate}`);
   }
 }
 

@@ -16,7 +16,7 @@ import { DB } from '../database/database.types.js';
 import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { forQuery } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
-import { HistoryReadRejectedError, WriterReadRejectedError } from '../database/database-errors.js';
+import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric } from './event-read.queries.js';
 import { EventReadRepository } from './event-read.repository.js';
@@ -31,7 +31,10 @@ export const CHANNEL_METADATA_KIND = 39000;
 export interface HistoryContext {
   /** Route-decision path label: `req_historical` / `bridge_query` for rows, `count_req` / `bridge_count` for counts. */
   readonly path: RoutePath;
-  /** The authenticated reader; its own acknowledged writes are always visible (read-your-writes). */
+  /**
+   * The authenticated reader; its own acknowledged writes are always visible (read-your-writes),
+   * and the read is charged to it in the read gates' fair shares.
+   */
   readonly reader?: string;
   /** `/query` only: honour `"consistency": "strong"` (serve that filter from the writer). */
   readonly honourConsistency?: boolean;
@@ -43,7 +46,10 @@ export interface HistoryContext {
 
 @Injectable()
 export class EventQueryService {
-  private readonly flights = new HistoryFlights((err) => err instanceof HistoryReadRejectedError || err instanceof WriterReadRejectedError);
+  // A flight refused for its starter's share is shed for its joiners too: they try under their own.
+  private readonly flights = new HistoryFlights(
+    (err) => err instanceof HistoryReadRejectedError || err instanceof WriterReadRejectedError || err instanceof ReadShareExceededError,
+  );
 
   constructor(
     private readonly routed: RoutedReader,
@@ -83,8 +89,8 @@ export class EventQueryService {
       filters.map((f) => {
         if (matchesNothing(f)) return 0; // no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal });
-        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal }, work);
+        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader });
+        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader }, work);
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
@@ -109,10 +115,10 @@ export class EventQueryService {
         started();
         return this.repo.query(db, scope, filter, limit, ctx?.offset);
       };
-      if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal });
+      if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader });
       const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
       const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-      return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal }, work);
+      return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader }, work);
     });
   }
 

@@ -29,7 +29,6 @@ type Start<T> = (signal: AbortSignal | undefined, started: () => void) => Promis
 
 interface Flight {
   readonly promise: Promise<unknown>;
-  readonly start: Start<unknown>;
   readonly controller: AbortController;
   waiters: number;
   gone: number;
@@ -55,7 +54,8 @@ export class HistoryFlights {
       joinedReads.inc();
       return this.join(open, signal).catch((err: unknown) => {
         if (retried || !this.shed(err) || signal?.aborted === true) throw err;
-        return this.run(key, signal, open.start as Start<T>, true);
+        // Its own start, not the flight's: the retry is charged to this read's own reader.
+        return this.run(key, signal, start, true);
       }) as Promise<T>;
     }
     const controller = new AbortController();
@@ -63,7 +63,7 @@ export class HistoryFlights {
       if (this.open.get(key) === flight) this.open.delete(key);
     };
     const promise = start(controller.signal, close);
-    const flight: Flight = { promise, start: start as Start<unknown>, controller, waiters: 0, gone: 0 };
+    const flight: Flight = { promise, controller, waiters: 0, gone: 0 };
     this.open.set(key, flight);
     promise.then(close, close);
     return this.join(flight, signal) as Promise<T>;

@@ -7,15 +7,23 @@
  * `database unavailable`, both retryable) and recorded as `rejected/history_read_cap` under the
  * search's hydration path, the one route event that search request would otherwise have had. It
  * is never run on the writer instead.
+ *
+ * Searches charged to a key share the permits fairly (PermitGate): one key holds at most its share
+ * (BUZZ_KEY_SHARE_PERCENT of the pool, at least one), and a released permit goes to the key that
+ * searched least. A search refused because its key held its share throws ReadShareExceededError
+ * (`rate-limited:`), recorded under the same route event.
  */
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { Permit, PermitGate } from '../common/permit-gate.js';
-import { HistoryReadRejectedError } from '../database/database-errors.js';
+import { Permit, PermitGate, shareOf } from '../common/permit-gate.js';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { HistoryReadRejectedError, ReadShareExceededError } from '../database/database-errors.js';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { HISTORY_PERMIT_WAIT_MS } from '../history-reads/history-read-gate.js';
 import { DatabaseMetrics, RoutePathLabel } from '../metrics/database-metrics.service.js';
+import { recordReadShareRefusal } from '../metrics/read-share-metrics.js';
 
 @Injectable()
 export class SearchGate {
@@ -24,8 +32,10 @@ export class SearchGate {
   constructor(
     private readonly db: DatabaseService,
     private readonly metrics: DatabaseMetrics,
+    @Optional() @Inject(APP_CONFIG) config?: AppConfig,
   ) {
-    this.permits = new PermitGate(db.settings.searchPoolSize);
+    const size = db.settings.searchPoolSize;
+    this.permits = new PermitGate(size, { share: shareOf(size, config?.limits.keySharePercent ?? 100) });
   }
 
   /** Searches matching right now, and searches waiting for a place. */
@@ -38,16 +48,17 @@ export class SearchGate {
   }
 
   /** Takes a place (tests hold the gate full with it); undefined once `waitMs` passed without one. */
-  admit(waitMs = HISTORY_PERMIT_WAIT_MS): Promise<Permit | undefined> {
-    return this.permits.acquire(waitMs);
+  admit(waitMs = HISTORY_PERMIT_WAIT_MS, tenant?: string): Promise<Permit | undefined> {
+    return this.permits.acquire(waitMs, tenant);
   }
 
-  /** Runs `work` on one search-pool connection once admitted; `path` labels a refusal. */
-  async match<T>(path: RoutePathLabel, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-    const permit = await this.admit();
-    if (permit === undefined) {
+  /** Runs `work` on one search-pool connection once admitted; `path` labels a refusal, `tenant` is whom it is charged to. */
+  async match<T>(path: RoutePathLabel, work: (db: Kysely<DB>) => Promise<T>, tenant?: string): Promise<T> {
+    const permit = await this.permits.admit(HISTORY_PERMIT_WAIT_MS, tenant);
+    if (typeof permit === 'string') {
+      recordReadShareRefusal('search', permit);
       this.metrics.recordRoute(path, { decision: 'rejected', reason: 'history_read_cap' });
-      throw new HistoryReadRejectedError('history_read_cap');
+      throw permit === 'share' ? new ReadShareExceededError('search') : new HistoryReadRejectedError('history_read_cap');
     }
     try {
       return await this.db.withSearch(work);

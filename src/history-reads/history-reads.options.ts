@@ -6,6 +6,11 @@ import { rootModuleBuilder } from '../common/root-module-builder.js';
 export interface HistoryReadsModuleOptions {
   /** The reader pool's ceiling; the gate admits `max(1, floor(4n/5))` history reads at once. */
   readonly readPoolSize: number;
+  /**
+   * Most of the gate's permits one tenant (the relay: one key) may hold at once, in percent
+   * (1..100, default 100: no share). See common/permit-gate.ts for how permits are shared.
+   */
+  readonly tenantSharePercent?: number;
 }
 
 /** forRoot / forRootAsync (common/root-module-builder.ts). */

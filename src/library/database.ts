@@ -19,10 +19,11 @@ export {
   OwnWordingFailure,
   PoolTimeoutError,
   QueryTimedOutError,
+  ReadShareExceededError,
   toDatabaseError,
   WriterReadRejectedError,
 } from '../database/database-errors.js';
-export type { HistoryRejectReason } from '../database/database-errors.js';
+export type { HistoryRejectReason, SharedReadGate } from '../database/database-errors.js';
 
 export { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
 export { REPLICA_FENCE_OPTIONS } from '../replica-fence/replica-fence.options.js';

@@ -10,6 +10,11 @@ export class RelayMetrics {
     help: 'WebSocket upgrade requests answered with an HTTP error instead of a connection, by reason',
     labelNames: ['reason'],
   });
+  readonly handlerRefusals = counter({
+    name: 'buzz_ws_handler_refusals_total',
+    help: 'EVENT/REQ/COUNT refused by the handler budget: reason=share, the key ran its share of it; reason=capacity, the budget was full',
+    labelNames: ['reason'],
+  });
   readonly wsConnectionsActive = gauge({ name: 'buzz_ws_connections_active', help: 'Open WebSocket connections' });
   readonly wsAuthenticatedActive = gauge({ name: 'buzz_ws_authenticated_connections_active', help: 'Authenticated WebSocket connections' });
   readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });

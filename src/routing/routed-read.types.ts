@@ -24,6 +24,11 @@ export interface RouteRequest {
   readonly genericPlan?: boolean;
   /** Aborted when the client that asked for the read went away: its running statement is cancelled. */
   readonly signal?: AbortSignal;
+  /**
+   * Whom the read is charged to in the history-read gate's and the writer-read cap's fair share
+   * (common/permit-gate.ts): the relay passes the client's key. Absent = the relay's own read.
+   */
+  readonly tenant?: string;
 }
 
 /**

@@ -16,6 +16,11 @@ export interface RoutedReaderModuleOptions {
    * pool stays for writes (default half the writer pool, at least 1).
    */
   readonly writerReadCap?: number;
+  /**
+   * Most of the writer-read cap one tenant (a read's `tenant`) may hold at once, in percent
+   * (1..100, default 100: no share); the history-read gate takes its own from HistoryReadsModule.
+   */
+  readonly tenantSharePercent?: number;
   /** Statement deadline of a client-driven read on the writer, ms (default 20000). */
   readonly clientReadTimeoutMs?: number;
   /**

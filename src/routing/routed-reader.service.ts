@@ -7,37 +7,27 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
-import { cancelOnAbort } from '../database/cancel-request.js';
-import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
-import { armReadDeadline, disarmReadDeadline } from '../database/read-deadline.js';
-import { PermitGate } from '../common/permit-gate.js';
-import { HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
+import { HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from '../database/database-errors.js';
+import { HISTORY_PERMIT_WAIT_MS, HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
 import { HistoryReadPolicy } from '../history-reads/history-read-policy.js';
 import { DatabaseMetrics, RejectedReason, RoutePathLabel, SpillReason, WriterOperation, WriterReason } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
+import { recordReadShareRefusal } from '../metrics/read-share-metrics.js';
 import { ProofEntry } from '../replica-fence/proof-ring.js';
 import { readBudgetWarning } from '../replica-fence/replica-fence.constants.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { kyselyOn } from '../database/kysely-on-client.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
 import { RecentWrites } from './recent-writes.js';
 import { RoutePaths } from './route-paths.js';
 import { RoutePredicate } from './route-predicate.js';
-import { ROUTED_READER_OPTIONS, WRITER_READ_TIMEOUT_DEFAULT_MS } from './routed-reader.options.js';
+import { ROUTED_READER_OPTIONS } from './routed-reader.options.js';
 import type { RoutedReaderModuleOptions } from './routed-reader.options.js';
 import { ReaderOperation, ReplicaPageRules, RouteDecision, RouteRequest } from './routed-read.types.js';
+import { WriterReadOptions, WriterReads } from './writer-reads.js';
 
-/** How long a client-driven writer read waits for the writer-read cap before it is refused. */
-export const WRITER_READ_WAIT_MS = 1000;
-
-/** Options of a client-driven read on the writer. */
-export interface WriterReadOptions {
-  /** Datastore span name (§6.4), e.g. `query_events`. */
-  readonly span?: string;
-  /** Aborted when the client went away: the running statement is cancelled. */
-  readonly signal?: AbortSignal;
-}
+export { WRITER_READ_WAIT_MS } from './writer-reads.js';
+export type { WriterReadOptions } from './writer-reads.js';
 
 type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: 'disabled' | 'stale'; spill?: SpillReason };
 
@@ -46,8 +36,8 @@ export class RoutedReader {
   readonly writes = new RecentWrites();
   private readonly logger = new Logger('RoutedReader');
   private readonly aurora = new AuroraIdentityCache();
-  /** The writer-read cap: client-driven reads never hold more writer connections than this. */
-  readonly writerReads: PermitGate;
+  /** The writer-read cap: client-driven reads never hold more writer connections than this, one tenant its share of it. */
+  private readonly writerReads: WriterReads;
 
   constructor(
     @Inject(ROUTED_READER_OPTIONS) private readonly options: RoutedReaderModuleOptions,
@@ -58,7 +48,7 @@ export class RoutedReader {
     private readonly policy: HistoryReadPolicy,
     private readonly paths: RoutePaths,
   ) {
-    this.writerReads = new PermitGate(options.writerReadCap ?? Math.max(1, Math.floor(db.settings.poolSize / 2)));
+    this.writerReads = new WriterReads(db, options, this.logger);
     if (!policy.shed) this.logger.warn('history reads spill onto the writer instead of being shed (a benchmark baseline only)');
     const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
     if (warning) this.logger.warn(warning);
@@ -87,7 +77,7 @@ export class RoutedReader {
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal });
+      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant });
       if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
       let result: T;
@@ -118,7 +108,10 @@ export class RoutedReader {
   async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>, rules: ReplicaPageRules<T> = {}): Promise<{ page: T; session: ReadSession }> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const onWriter = async () => ({ page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal }), session: this.writerSession() });
+      const onWriter = async () => ({
+        page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal, tenant: req.tenant }),
+        session: this.writerSession(req.tenant),
+      });
       if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
       let result: T;
@@ -134,47 +127,18 @@ export class RoutedReader {
         return onWriter();
       }
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
-      return { page: result, session: new ReadSession(tx, this.writerRunner(), this.metrics, this.logger) };
+      return { page: result, session: new ReadSession(tx, this.writerRunner(req.tenant), this.metrics, this.logger) };
     });
   }
 
   /**
    * A client-driven read served by the writer (no route decision): writer-pinned reads (no
    * `kinds`, channel metadata, strong consistency, search matching, the bridge's windows) and
-   * every writer fallback of a routed read. It waits at most WRITER_READ_WAIT_MS for the
-   * writer-read cap, else it is refused (WriterReadRejected), so such reads never take the
-   * connections event writes and authorization need; its statements run under the client-read
-   * deadline (BUZZ_DB_CLIENT_READ_TIMEOUT_MS); `signal` cancels the running statement.
+   * every writer fallback of a routed read, under the writer-read cap (WriterReads).
    */
-  async writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
-    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerRead(operation, work, { signal: opts.signal }));
-    opts.signal?.throwIfAborted();
-    const permit = await this.writerReads.acquire(WRITER_READ_WAIT_MS);
-    if (permit === undefined) {
-      this.logger.debug({ operation }, 'writer read refused: writer-read cap full');
-      throw new WriterReadRejectedError();
-    }
-    try {
-      const client = await this.db.acquireWriter(operation, opts.signal);
-      armReadDeadline(client, this.options.clientReadTimeoutMs ?? WRITER_READ_TIMEOUT_DEFAULT_MS);
-      const cancel = cancelOnAbort(client, opts.signal);
-      let result: T;
-      try {
-        result = await work(kyselyOn(client));
-      } catch (caught) {
-        const err = toDatabaseError(caught);
-        const cancelled = cancel.dispose();
-        disarmReadDeadline(client);
-        client.release(cancelled || err instanceof DatabaseUnavailableError ? (err as Error) : undefined);
-        throw err;
-      }
-      const cancelled = cancel.dispose();
-      disarmReadDeadline(client);
-      client.release(cancelled ? new Error('read abandoned: the client went away') : undefined);
-      return result;
-    } finally {
-      permit.release();
-    }
+  writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
+    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerReads.read(operation, work, { signal: opts.signal, tenant: opts.tenant }));
+    return this.writerReads.read(operation, work, opts);
   }
 
   /**
@@ -187,12 +151,12 @@ export class RoutedReader {
     return this.db.withWriter(operation, work);
   }
 
-  private writerRunner() {
-    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.writerRead('subscription_history', work);
+  private writerRunner(tenant: string | undefined) {
+    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.writerRead('subscription_history', work, { tenant });
   }
 
-  private writerSession(): ReadSession {
-    return new ReadSession(undefined, this.writerRunner(), this.metrics, this.logger);
+  private writerSession(tenant: string | undefined): ReadSession {
+    return new ReadSession(undefined, this.writerRunner(tenant), this.metrics, this.logger);
   }
 
   /** A replica read whose client went away (a cancel was sent): the connection is destroyed, nothing re-runs. */
@@ -251,12 +215,19 @@ export class RoutedReader {
     return { ok: true, verdict: 'fresh' };
   }
 
-  /** §3.4: a history permit within 1 s (FIFO), else the read is shed as `history_read_cap`. */
-  private async admit(path: RoutePathLabel): Promise<HistoryPermit | undefined> {
+  /**
+   * §3.4: a history permit within 1 s (FIFO within a tenant), else the read is shed as
+   * `history_read_cap`; one refused because its tenant held its share is recorded the same way
+   * and thrown as ReadShareExceededError (the client's own reads filled it, not the pod's).
+   */
+  private async admit(path: RoutePathLabel, tenant: string | undefined): Promise<HistoryPermit | undefined> {
     if (!this.policy.shed) return undefined;
-    const permit = await this.gate.acquire();
-    if (permit === undefined) this.reject(path, 'history_read_cap');
-    return permit;
+    const permit = await this.gate.admit(HISTORY_PERMIT_WAIT_MS, tenant);
+    if (typeof permit !== 'string') return permit;
+    recordReadShareRefusal('history_reads', permit);
+    if (permit === 'capacity') this.reject(path, 'history_read_cap');
+    this.metrics.recordRoute(path, { decision: 'rejected', reason: 'history_read_cap' });
+    throw new ReadShareExceededError('history_reads');
   }
 
   /**
@@ -307,7 +278,7 @@ export class RoutedReader {
     const operation = fallbackOperation(req);
     // The permit is taken after the pre-check (a read bound for the writer never waits on the
     // gate) and before the acquire (no connection is held while a read waits for a permit).
-    const permit = operation === 'subscription_history' ? await this.admit(req.path) : undefined;
+    const permit = operation === 'subscription_history' ? await this.admit(req.path, req.tenant) : undefined;
     const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
     if (!(tx instanceof ReaderTx)) {
       permit?.release();

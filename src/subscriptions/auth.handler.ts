@@ -7,11 +7,20 @@ import { parseEvent } from '../events/event-validation.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { ConnectionAdmission } from './connection-admission.service.js';
 import { RelayConnection } from './relay-connection.js';
 import { okReason } from './ws-reasons.js';
 
 /** What a client whose AUTH the relay could not verify within BUZZ_AUTH_VERIFY_TIMEOUT_MS gets (then the socket closes). */
 export const AUTH_VERIFY_TIMEOUT_REASON = 'error: authentication not verified in time; reconnect and retry';
+
+/** The AUTH of a key that already holds BUZZ_MAX_CONNECTIONS_PER_KEY authenticated sockets on this pod (then the socket closes). */
+export function keyConnectionsReason(limit: number): string {
+  return `rate-limited: too many connections for this key (limit ${limit})`;
+}
+/** Close code and reason of that socket. */
+export const KEY_CONNECTIONS_CLOSE_CODE = 1008;
+export const KEY_CONNECTIONS_CLOSE_REASON = 'rate-limited: too many connections for this key';
 
 type Verdict = { ok: true; pubkey: string; owner: string | undefined } | { ok: false; outcome: string; message: string; close: boolean };
 
@@ -30,6 +39,7 @@ export class AuthHandler {
     private readonly verifier: SignatureVerifier,
     private readonly metrics: RelayMetrics,
     private readonly moderation: ModerationRepository,
+    private readonly connections: ConnectionAdmission,
   ) {}
 
   handle(conn: RelayConnection, raw: unknown): Promise<void> {
@@ -63,6 +73,14 @@ export class AuthHandler {
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: verdict.outcome });
       conn.send(['OK', id, false, verdict.message]);
       if (verdict.close) conn.cancel();
+      return;
+    }
+    // Counted once the key is known and every other check passed: teardown releases it.
+    if (!this.connections.claimKey(verdict.pubkey)) {
+      conn.authState = 'failed';
+      this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'key_connection_limit' });
+      conn.send(['OK', id, false, keyConnectionsReason(this.config.limits.maxConnectionsPerKey)]);
+      conn.cancel(KEY_CONNECTIONS_CLOSE_CODE, KEY_CONNECTIONS_CLOSE_REASON);
       return;
     }
     conn.authState = 'authenticated';

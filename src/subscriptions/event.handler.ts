@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
+import { HandlerGate, handlerRefusalReason } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 import { okReason } from './ws-reasons.js';
 
@@ -36,7 +36,7 @@ export class EventHandler {
     try {
       const run = await this.gate.run(() => this.ingest.ingest(raw, { communityId: conn.communityId, transport: 'ws' }));
       if (!run.admitted) {
-        conn.send(['OK', id, false, TOO_MANY_CONCURRENT]);
+        conn.send(['OK', id, false, handlerRefusalReason(run.refusal)]);
         return;
       }
       const result = run.value;

@@ -12,7 +12,7 @@ describe('HandlerGate', () => {
     const third = await gate.runRead(async () => {
       ranThird = true;
     });
-    expect(third).toEqual({ admitted: false });
+    expect(third).toEqual({ admitted: false, refusal: 'capacity' });
     expect(ranThird).toBe(false);
     releases.forEach((r) => r());
     await expect(first).resolves.toEqual({ admitted: true, value: undefined });
@@ -32,10 +32,10 @@ describe('HandlerGate', () => {
     const releases: Array<() => void> = [];
     const hold = () => new Promise<void>((resolve) => releases.push(resolve));
     const reads = Array.from({ length: 16 }, () => gate.runRead(hold));
-    expect(await gate.runRead(async () => 'read')).toEqual({ admitted: false });
+    expect(await gate.runRead(async () => 'read')).toEqual({ admitted: false, refusal: 'capacity' });
     await expect(gate.run(async () => 'event')).resolves.toEqual({ admitted: true, value: 'event' });
     const events = [gate.run(hold), gate.run(hold)];
-    expect(await gate.run(async () => 'event')).toEqual({ admitted: false });
+    expect(await gate.run(async () => 'event')).toEqual({ admitted: false, refusal: 'capacity' });
     releases.forEach((r) => r());
     await Promise.all([...reads, ...events]);
     expect(gate.inFlight).toBe(0);
@@ -46,9 +46,24 @@ describe('HandlerGate', () => {
     const releases: Array<() => void> = [];
     const hold = () => new Promise<void>((resolve) => releases.push(resolve));
     const events = [gate.run(hold), gate.run(hold)];
-    expect(await gate.runRead(async () => 'read')).toEqual({ admitted: false });
+    expect(await gate.runRead(async () => 'read')).toEqual({ admitted: false, refusal: 'capacity' });
     releases.forEach((r) => r());
     await Promise.all(events);
     expect(new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '1024' })).eventCapacity).toBe(1152);
+  });
+
+  it("one key's reads hold at most its share of the budget; the next is refused for the key while another key's is admitted", async () => {
+    const gate = new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '8', BUZZ_KEY_SHARE_PERCENT: '25' }));
+    expect(gate.keyShare).toBe(2);
+    const releases: Array<() => void> = [];
+    const hold = () => new Promise<void>((resolve) => releases.push(resolve));
+    const held = [gate.runRead(hold, 'flood'), gate.runRead(hold, 'flood')];
+    expect(await gate.runRead(async () => 'more', 'flood')).toEqual({ admitted: false, refusal: 'share' });
+    await expect(gate.runRead(async () => 'other', 'victim')).resolves.toEqual({ admitted: true, value: 'other' });
+    releases.forEach((r) => r());
+    await Promise.all(held);
+    // The share is a count of reads in flight, so it comes back when they end.
+    await expect(gate.runRead(async () => 'again', 'flood')).resolves.toEqual({ admitted: true, value: 'again' });
+    expect(new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '1024' })).keyShare).toBe(256);
   });
 });

@@ -1,8 +1,20 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { shareOf } from '../common/permit-gate.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
+import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 
+/** The budget was full (relay.md §2.4). */
 export const TOO_MANY_CONCURRENT = 'rate-limited: too many concurrent requests';
+/** The key already ran its share of the budget (BUZZ_KEY_SHARE_PERCENT). */
+export const TOO_MANY_CONCURRENT_FOR_KEY = 'rate-limited: too many concurrent requests for this key';
+
+export type HandlerOutcome<T> = { admitted: true; value: T } | { admitted: false; refusal: 'share' | 'capacity' };
+
+/** The CLOSED / OK reason of a handler the gate did not admit. */
+export function handlerRefusalReason(refusal: 'share' | 'capacity'): string {
+  return refusal === 'share' ? TOO_MANY_CONCURRENT_FOR_KEY : TOO_MANY_CONCURRENT;
+}
 
 /**
  * The global EVENT/REQ/COUNT handler budget (`BUZZ_MAX_CONCURRENT_HANDLERS`); never waits.
@@ -13,16 +25,28 @@ export const TOO_MANY_CONCURRENT = 'rate-limited: too many concurrent requests';
  * turn; with one shared budget, 5,000 clients took every slot and the publisher's EVENTs were
  * refused with `rate-limited: too many concurrent requests`. Carving the reserve out of the
  * budget instead refused 105 of 1,000 storm clients at the default of 1,024.
+ *
+ * One key's REQ and COUNT handlers hold at most its share of the budget (BUZZ_KEY_SHARE_PERCENT),
+ * so a key with many sockets cannot take every slot; the next one is refused at once with
+ * `rate-limited: too many concurrent requests for this key`. EVENT needs no share: the per-key
+ * message quota already bounds how many a key can have in flight.
  */
 @Injectable()
 export class HandlerGate {
   private active = 0;
   private reads = 0;
+  private readonly readsByKey = new Map<string, number>();
   /** Slots EVENT may use: the budget and the reserve above it. */
   readonly eventCapacity: number;
+  /** Read handlers one key may run at once. */
+  readonly keyShare: number;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Optional() private readonly metrics?: RelayMetrics,
+  ) {
     this.eventCapacity = eventHandlerCapacity(config.limits.maxConcurrentHandlers);
+    this.keyShare = shareOf(config.limits.maxConcurrentHandlers, config.limits.keySharePercent);
   }
 
   /** Handlers running now (graceful shutdown waits for this to reach 0). */
@@ -31,8 +55,8 @@ export class HandlerGate {
   }
 
   /** Runs an EVENT handler if a slot is free, the reserve included; says so without running it when none is. */
-  async run<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
-    if (this.active >= this.eventCapacity) return { admitted: false };
+  async run<T>(fn: () => Promise<T>): Promise<HandlerOutcome<T>> {
+    if (this.active >= this.eventCapacity) return this.refused('capacity');
     this.active += 1;
     try {
       return { admitted: true, value: await fn() };
@@ -41,18 +65,36 @@ export class HandlerGate {
     }
   }
 
-  /** Runs a REQ or COUNT handler if the reads in flight and all handlers are both under the budget. */
-  async runRead<T>(fn: () => Promise<T>): Promise<{ admitted: true; value: T } | { admitted: false }> {
+  /**
+   * Runs a REQ or COUNT handler of `key` if the reads in flight and all handlers are both under
+   * the budget and the key is under its share.
+   */
+  async runRead<T>(fn: () => Promise<T>, key?: string): Promise<HandlerOutcome<T>> {
     const max = this.config.limits.maxConcurrentHandlers;
-    if (this.reads >= max || this.active >= max) return { admitted: false };
+    if (this.reads >= max || this.active >= max) return this.refused('capacity');
+    const held = key === undefined ? 0 : (this.readsByKey.get(key) ?? 0);
+    if (key !== undefined && held >= this.keyShare) return this.refused('share');
     this.active += 1;
     this.reads += 1;
+    if (key !== undefined) this.readsByKey.set(key, held + 1);
     try {
       return { admitted: true, value: await fn() };
     } finally {
       this.active -= 1;
       this.reads -= 1;
+      if (key !== undefined) this.releaseKey(key);
     }
+  }
+
+  private releaseKey(key: string): void {
+    const n = (this.readsByKey.get(key) ?? 1) - 1;
+    if (n > 0) this.readsByKey.set(key, n);
+    else this.readsByKey.delete(key);
+  }
+
+  private refused(refusal: 'share' | 'capacity'): { admitted: false; refusal: 'share' | 'capacity' } {
+    this.metrics?.handlerRefusals.inc({ reason: refusal });
+    return { admitted: false, refusal };
   }
 }
 

@@ -1,9 +1,12 @@
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
+import { loadConfig } from '../config/app-config.js';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import type { TenancyService } from '../tenancy/tenancy.service.js';
 import { UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { ConnectionAdmission } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
-import { RelayWsAdapter, tenantOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
+import { addressLimitMessage, RELAY_FULL_MESSAGE, RelayWsAdapter, tenantOf, ticketOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
 
 /** Resolves `chat.example` to a live community and every other host to `unknown_host`, without a database. */
 const tenancy = {
@@ -13,12 +16,21 @@ const tenancy = {
       : { ok: false as const, reason: 'unknown_host' as const },
 } as unknown as TenancyService;
 
-type Answer = [boolean, number?, string?];
+type Answer = [boolean, number?, string?, Record<string, string>?];
 
-function upgrade(host = 'chat.example', origin?: string): { req: IncomingMessage; answers: Answer[]; done: (ok: boolean, code?: number, message?: string) => void } {
-  const req = { headers: { host, origin } } as unknown as IncomingMessage;
+function upgrade(
+  host = 'chat.example',
+  origin?: string,
+  peer = '198.51.100.1',
+): { req: IncomingMessage; answers: Answer[]; done: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void } {
+  const socket = Object.assign(new EventEmitter(), { remoteAddress: peer, destroyed: false });
+  const req = { headers: { host, origin }, socket } as unknown as IncomingMessage;
   const answers: Answer[] = [];
-  return { req, answers, done: (ok, code, message) => void answers.push(code === undefined ? [ok] : [ok, code, message]) };
+  return {
+    req,
+    answers,
+    done: (ok, code, message, headers) => void answers.push(code === undefined ? [ok] : headers?.['Retry-After'] ? [ok, code, message, headers] : [ok, code, message]),
+  };
 }
 
 /** A clock that moves only when an upgrade says it worked: turns are decided by it, not by the machine. */
@@ -31,9 +43,10 @@ function fakeClock(): { now: () => number; work: (ms: number) => void } {
 let refusals: UpgradeRefusal[];
 beforeEach(() => (refusals = []));
 
-function adapter(maxPendingUpgrades = 100, upgradeTurns = new OutputTurns()): RelayWsAdapter {
+function adapter(maxPendingUpgrades = 100, upgradeTurns = new OutputTurns(), connections?: ConnectionAdmission): RelayWsAdapter {
   const refused = { inc: ({ reason }: { reason: UpgradeRefusal }) => void refusals.push(reason) };
-  return new RelayWsAdapter(undefined as never, tenancy, { maxFrameBytes: 1024, cors: new CorsPolicy(['https://chat.example']), maxPendingUpgrades, upgradeTurns, refused });
+  const cors = new CorsPolicy(['https://chat.example']);
+  return new RelayWsAdapter(undefined as never, tenancy, { maxFrameBytes: 1024, cors, maxPendingUpgrades, upgradeTurns, refused, connections, maxConnectionsPerIp: 2 });
 }
 
 describe('RelayWsAdapter upgrade admission', () => {
@@ -97,5 +110,25 @@ describe('RelayWsAdapter upgrade admission', () => {
     expect(unknown.answers).toEqual([[false, 404, UNKNOWN_HOST_MESSAGE]]);
     expect(refusals).toEqual(['origin', 'unknown_host']);
     expect(a.pendingUpgrades).toBe(0);
+  });
+
+  it('applies the connection limits before the upgrade completes: 429 for an address over its limit, 503 for a full pod, each with Retry-After; a closed socket frees its place', async () => {
+    const connections = new ConnectionAdmission(loadConfig({ BUZZ_MAX_CONNECTIONS: '4', BUZZ_CONNECTION_RESERVE: '0', BUZZ_MAX_CONNECTIONS_PER_IP: '2' }));
+    const a = adapter(100, new OutputTurns(), connections);
+    const admitted = [upgrade(), upgrade(), upgrade('chat.example', undefined, '198.51.100.2'), upgrade('chat.example', undefined, '198.51.100.3')];
+    for (const u of admitted) await a.admitUpgrade(u.req, u.done);
+    expect(admitted.map((u) => u.answers)).toEqual([[[true]], [[true]], [[true]], [[true]]]);
+    expect(ticketOf(admitted[0].req)?.address).toBe('198.51.100.1');
+    const overAddress = upgrade();
+    const full = upgrade('chat.example', undefined, '198.51.100.9');
+    await a.admitUpgrade(overAddress.req, overAddress.done);
+    await a.admitUpgrade(full.req, full.done);
+    expect(overAddress.answers).toEqual([[false, 429, addressLimitMessage(2), { 'Content-Type': 'text/plain', 'Retry-After': '10' }]]);
+    expect(full.answers).toEqual([[false, 503, RELAY_FULL_MESSAGE, { 'Content-Type': 'text/plain', 'Retry-After': '5' }]]);
+    expect(refusals).toEqual(['ip_limit', 'capacity']);
+    admitted[0].req.socket.emit('close');
+    const again = upgrade();
+    await a.admitUpgrade(again.req, again.done);
+    expect(again.answers).toEqual([[true]]);
   });
 });

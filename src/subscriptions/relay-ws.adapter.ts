@@ -1,8 +1,10 @@
 /**
- * The ws adapter on the HTTP port, with four changes: a browser page from an origin
+ * The ws adapter on the HTTP port, with five changes: a browser page from an origin
  * BUZZ_CORS_ORIGINS does not list is refused with a plain-text 403 (WebSockets have no
  * CORS, so the relay checks `Origin` itself; clients that send none are not affected),
  * the tenant is bound before the upgrade completes (an unknown host gets a plain-text 404),
+ * the connection limits are applied before it completes too (ConnectionAdmission: a plain-text
+ * 429 for an address over its limit, 503 for a full pod, both with `Retry-After`),
  * admitted upgrades complete in turns (below), and Nest's `{event,data}` message binding is off
  * because the gateway parses NIP-01 frames itself (the default binding silently drops anything
  * else).
@@ -22,6 +24,7 @@ import type { IncomingMessage } from 'node:http';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import { Community } from '../tenancy/community.repository.js';
 import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { ConnectionAdmission, ConnectionTicket } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
 
 export interface BoundTenant {
@@ -30,15 +33,30 @@ export interface BoundTenant {
 }
 
 const TENANT = Symbol('buzzTenant');
+const TICKET = Symbol('buzzConnectionTicket');
+
+type AdmittedRequest = IncomingMessage & { [TENANT]?: BoundTenant; [TICKET]?: ConnectionTicket };
 
 export function tenantOf(req: IncomingMessage): BoundTenant | undefined {
-  return (req as IncomingMessage & { [TENANT]?: BoundTenant })[TENANT];
+  return (req as AdmittedRequest)[TENANT];
+}
+
+/** The connection-limit place the upgrade was given (its address), if the adapter applies the limits. */
+export function ticketOf(req: IncomingMessage): ConnectionTicket | undefined {
+  return (req as AdmittedRequest)[TICKET];
 }
 
 type VerifyCallback = (result: boolean, code?: number, message?: string, headers?: Record<string, string>) => void;
 
 export const UPGRADES_BUSY_MESSAGE = 'relay is busy: too many connections opening, retry later';
+export const RELAY_FULL_MESSAGE = 'relay is full: too many connections, retry later';
+export function addressLimitMessage(limit: number): string {
+  return `rate-limited: too many connections from this address (limit ${limit}), retry later`;
+}
 const PLAIN_TEXT = { 'Content-Type': 'text/plain' };
+/** Seconds a refused client is asked to wait: an address over its limit, and a full pod. */
+export const RETRY_AFTER_ADDRESS_SECS = 10;
+export const RETRY_AFTER_FULL_SECS = 5;
 
 export interface RelayWsAdapterOptions {
   readonly maxFrameBytes: number;
@@ -49,10 +67,14 @@ export interface RelayWsAdapterOptions {
   readonly upgradeTurns?: OutputTurns;
   /** Counts each refusal by reason (buzz_ws_upgrades_refused_total). */
   readonly refused?: { inc(labels: { reason: UpgradeRefusal }): void };
+  /** The connection limits (per address, the global cap and its reserve); absent = none applied here. */
+  readonly connections?: ConnectionAdmission;
+  /** BUZZ_MAX_CONNECTIONS_PER_IP, named in the 429's text. */
+  readonly maxConnectionsPerIp?: number;
 }
 
-/** Why an upgrade was answered with an HTTP error: 403, 400 or 404, 503. */
-export type UpgradeRefusal = 'origin' | 'unknown_host' | 'busy';
+/** Why an upgrade was answered with an HTTP error: 403, 400 or 404, 503 (busy, capacity), 429 (ip_limit). */
+export type UpgradeRefusal = 'origin' | 'unknown_host' | 'busy' | 'capacity' | 'ip_limit';
 
 export class RelayWsAdapter extends WsAdapter {
   private readonly upgradeTurns: OutputTurns;
@@ -93,13 +115,35 @@ export class RelayWsAdapter extends WsAdapter {
     if (!resolution.ok) return this.refuse(done, 'unknown_host', resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE);
     if (resolution.community.archived) return this.refuse(done, 'unknown_host', 404, UNKNOWN_HOST_MESSAGE);
     if (this.upgradeTurns.waiting >= this.options.maxPendingUpgrades) return this.refuse(done, 'busy', 503, UPGRADES_BUSY_MESSAGE);
-    (req as IncomingMessage & { [TENANT]?: BoundTenant })[TENANT] = { community: resolution.community, host: resolution.host };
+    if (!this.takePlace(req, done)) return;
+    (req as AdmittedRequest)[TENANT] = { community: resolution.community, host: resolution.host };
     // ws completes the upgrade inside `done`; a socket that closed while it waited is destroyed there.
     await this.upgradeTurns.run(() => done(true));
   }
 
-  private refuse(done: VerifyCallback, reason: UpgradeRefusal, status: number, message: string): void {
+  /** The connection limits: a place held until the socket closes, or the refusal answered. */
+  private takePlace(req: IncomingMessage, done: VerifyCallback): boolean {
+    const connections = this.options.connections;
+    if (connections === undefined) return true;
+    const ticket = connections.admit(connections.addressOf(req));
+    if (ticket === 'ip_limit') {
+      this.refuse(done, 'ip_limit', 429, addressLimitMessage(this.options.maxConnectionsPerIp ?? 0), RETRY_AFTER_ADDRESS_SECS);
+      return false;
+    }
+    if (ticket === 'capacity') {
+      this.refuse(done, 'capacity', 503, RELAY_FULL_MESSAGE, RETRY_AFTER_FULL_SECS);
+      return false;
+    }
+    (req as AdmittedRequest)[TICKET] = ticket;
+    // The same TCP socket carries the WebSocket: its close frees the place, whether the upgrade
+    // completed or the client left while it waited for its turn.
+    req.socket.once('close', () => ticket.release());
+    if (req.socket.destroyed) ticket.release();
+    return true;
+  }
+
+  private refuse(done: VerifyCallback, reason: UpgradeRefusal, status: number, message: string, retryAfterSecs?: number): void {
     this.options.refused?.inc({ reason });
-    done(false, status, message, PLAIN_TEXT);
+    done(false, status, message, retryAfterSecs === undefined ? PLAIN_TEXT : { ...PLAIN_TEXT, 'Retry-After': String(retryAfterSecs) });
   }
 }

@@ -14,12 +14,13 @@ import { parseClientMessage } from '../events/filter.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { HeldMessage } from './auth-hold.js';
 import { AuthHandler } from './auth.handler.js';
+import { ConnectionAdmission } from './connection-admission.service.js';
 import { EventHandler } from './event.handler.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputBudget } from './output-budget.js';
 import { OutputEvents, RelayConnection } from './relay-connection.js';
 import { ReqHandler } from './req.handler.js';
-import { tenantOf } from './relay-ws.adapter.js';
+import { tenantOf, ticketOf } from './relay-ws.adapter.js';
 
 export const PING_INTERVAL_MS = 30_000;
 export const MAX_MISSED_PONGS = 3;
@@ -40,6 +41,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     private readonly auth: AuthHandler,
     private readonly events: EventHandler,
     private readonly reqs: ReqHandler,
+    private readonly admission: ConnectionAdmission,
   ) {
     this.logger.setContext('RelayGateway');
     this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes);
@@ -57,9 +59,10 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   handleConnection(ws: WebSocket, req: IncomingMessage): void {
     const tenant = tenantOf(req);
     if (!tenant) return void ws.terminate();
-    if (this.connections.size >= this.config.limits.maxConnections) return void ws.terminate();
+    // The connection limits were applied at the upgrade (RelayWsAdapter, ConnectionAdmission):
+    // a connection that reaches here has its place, and gets its challenge.
     const conn = this.open(ws, tenant.community.id, tenant.host);
-    this.logger.debug({ connId: conn.id, addr: req.socket.remoteAddress }, 'WebSocket connection established');
+    this.logger.debug({ connId: conn.id, addr: ticketOf(req)?.address ?? req.socket.remoteAddress }, 'WebSocket connection established');
     ws.on('message', (data, isBinary) => this.onFrame(conn, data, isBinary));
     ws.on('pong', () => (conn.missedPongs = 0));
     ws.on('close', () => this.teardown(conn));
@@ -214,7 +217,10 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     conn.releaseOutput();
     this.fanout.remove(conn);
     this.metrics.wsConnectionsActive.dec();
-    if (conn.authState === 'authenticated') this.metrics.wsAuthenticatedActive.dec();
+    if (conn.authState === 'authenticated') {
+      this.metrics.wsAuthenticatedActive.dec();
+      this.admission.releaseKey(conn.pubkey!);
+    }
     this.logger.debug({ connId: conn.id }, 'WebSocket connection closed');
   }
 }

@@ -19,7 +19,7 @@ import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
-import { HandlerGate, TOO_MANY_CONCURRENT } from './handler-gate.js';
+import { HandlerGate, handlerRefusalReason } from './handler-gate.js';
 import { pageTarget, sendPageTurn } from './history-page.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayConnection } from './relay-connection.js';
@@ -68,14 +68,14 @@ export class ReqHandler {
       }
       const searchToken = conn.claim(subId, filters, scope, false, reqSeq);
       if (searchToken === undefined) return;
-      const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope));
-      if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, TOO_MANY_CONCURRENT);
+      const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope), conn.pubkey);
+      if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, handlerRefusalReason(ran.refusal));
       return;
     }
     const token = conn.claim(subId, filters, scope, true, reqSeq);
     if (token === undefined) return;
-    const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope));
-    if (!run.admitted) this.closeIfOwner(conn, subId, token, TOO_MANY_CONCURRENT);
+    const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope), conn.pubkey);
+    if (!run.admitted) this.closeIfOwner(conn, subId, token, handlerRefusalReason(run.refusal));
   }
 
   async handleCount(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
@@ -84,8 +84,8 @@ export class ReqHandler {
     const scope = await this.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
-      const run = await this.gate.runRead(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }));
-      if (!run.admitted) conn.send(['CLOSED', subId, TOO_MANY_CONCURRENT]);
+      const run = await this.gate.runRead(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }), conn.pubkey);
+      if (!run.admitted) conn.send(['CLOSED', subId, handlerRefusalReason(run.refusal)]);
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
       if (err instanceof CountTooBroadError) {

@@ -4,6 +4,7 @@ import { RedisModule } from '../redis/redis.module.js';
 import { AccessRevoker } from './access-revoker.service.js';
 import { AuthHandler } from './auth.handler.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
+import { ConnectionAdmission } from './connection-admission.service.js';
 import { EventHandler } from './event.handler.js';
 import { HandlerGate } from './handler-gate.js';
 import { LiveFanout } from './live-fanout.service.js';
@@ -13,7 +14,18 @@ import { ReqHandler } from './req.handler.js';
 
 @Module({
   imports: [EventsModule, RedisModule],
-  providers: [{ provide: OutputTurns, useFactory: () => new OutputTurns() }, HandlerGate, LiveFanout, BanEnforcer, AccessRevoker, AuthHandler, EventHandler, ReqHandler, RelayGateway],
-  exports: [RelayGateway],
+  providers: [
+    { provide: OutputTurns, useFactory: () => new OutputTurns() },
+    ConnectionAdmission,
+    HandlerGate,
+    LiveFanout,
+    BanEnforcer,
+    AccessRevoker,
+    AuthHandler,
+    EventHandler,
+    ReqHandler,
+    RelayGateway,
+  ],
+  exports: [RelayGateway, ConnectionAdmission],
 })
 export class SubscriptionsModule {}

@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, WriterReadRejectedError } from '../database/database-errors.js';
+import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
 import { closedReason, okReason } from './ws-reasons.js';
 
 describe('WebSocket reasons (relay.md §2.12), one mapper for every handler', () => {
@@ -20,5 +20,9 @@ describe('WebSocket reasons (relay.md §2.12), one mapper for every handler', ()
     expect(closedReason(new QueryTimedOutError('x'), 'admission')).toBe('error: database error');
     expect(okReason(new QueryTimedOutError('x'))).toBe('error: internal server error');
     expect(okReason(new DatabaseUnavailableError('x'), 'auth_ban_check')).toBe('error: internal error checking restriction state');
+  });
+
+  it.each(['writer_reads', 'history_reads', 'search'] as const)('a read refused for its key’s share of %s tells the client to slow down', (gate) => {
+    expect(closedReason(new ReadShareExceededError(gate))).toBe('rate-limited: too many concurrent reads for this key');
   });
 });

@@ -92,6 +92,17 @@ export function nip98Header(id: Identity, url: string, body: string, createdAt =
   return `Nostr ${Buffer.from(JSON.stringify(ev)).toString('base64')}`;
 }
 
+/** An upgrade the relay answered with an HTTP status instead of a WebSocket. */
+export class UpgradeRefused extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly retryAfter: string | undefined,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
 /** Raw frames in and out, with waits on what arrives. */
 export class RawClient {
   readonly frames: Frame[] = [];
@@ -117,21 +128,26 @@ export class RawClient {
     });
   }
 
-  static async connect(url: string, headers: Record<string, string> = {}): Promise<RawClient> {
-    const ws = new WebSocket(url, { headers, maxPayload: 64 * 1024 * 1024 });
+  /** `localAddress`: the client's source address (any of 127.0.0.0/8 reaches a loopback relay). */
+  static async connect(url: string, headers: Record<string, string> = {}, localAddress?: string): Promise<RawClient> {
+    const ws = new WebSocket(url, { headers, maxPayload: 64 * 1024 * 1024, localAddress });
     const client = new RawClient(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => reject(new UpgradeRefused(res.statusCode ?? 0, body, res.headers['retry-after'])));
+      });
     });
     await client.waitFor((f) => f[0] === 'AUTH');
     return client;
   }
 
   /** Connects and authenticates as id; resolves after the relay's OK. */
-  static async authed(url: string, id: Identity): Promise<RawClient> {
-    const client = await RawClient.connect(url);
+  static async authed(url: string, id: Identity, localAddress?: string): Promise<RawClient> {
+    const client = await RawClient.connect(url, {}, localAddress);
     const auth = finalizeEvent(authTemplate(client.challenge, url), id.sk);
     client.send(['AUTH', auth]);
     const ok = await client.waitFor((f) => f[0] === 'OK' && f[1] === auth.id);
