@@ -106,7 +106,7 @@ export class RelayConnection implements OutputHolder {
     private readonly output: OutputEvents,
     private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
   ) {
-    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0 });
+    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0, graceMs: 0 });
     budget.track(this);
   }
 
