@@ -9,6 +9,7 @@ import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { bootstrap } from './bootstrap.js';
 import { gracefulShutdown } from './health/graceful-shutdown.js';
 import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
+import { startBanner } from './start-banner.js';
 
 /**
  * The process's own lines (embedded Postgres, the listening addresses, shutdown, a failed start)
@@ -59,6 +60,11 @@ async function main(): Promise<void> {
   const url = (await app.getUrl()).replace('http://', 'ws://').replace('[::1]', 'localhost').replace('127.0.0.1', 'localhost');
   log.info({ url: metricsUrl }, `buzz-relay metrics on ${metricsUrl}`);
   log.info({ url }, `buzz-relay listening on ${url}`);
+  // A person at a terminal gets one plain block; piped output stays JSON lines only.
+  if (process.stdout.isTTY) {
+    const { url: writerUrl, readUrl } = config.database;
+    process.stdout.write(startBanner({ wsUrl: url, metricsUrl, writerUrl: writerUrl!, readerUrl: readUrl, embeddedDir: embedded?.dataDir }));
+  }
 }
 
 let processLog: Logger | undefined;

@@ -30,7 +30,7 @@ describe('loadConfig', () => {
 
   it('holds frames before AUTH and admits a connect-time burst by default', () => {
     const c = loadConfig({});
-    expect(c.authHold).toEqual({ maxFrames: 30, maxBytes: 262144 });
+    expect(c.authHold).toEqual({ maxFrames: 30, maxBytes: 262144, graceMs: 1000 });
     expect(c.rateLimits.humanWsEventsPerSec).toBe(10);
     expect(c.rateLimits.humanWsBurst).toBe(30);
     // The burst follows a higher rate unless set, and may not be below it.
@@ -93,6 +93,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x', 'postgres:'],
     ['BUZZ_AUTH_HOLD_FRAMES', '-1', '0..10000'],
     ['BUZZ_AUTH_HOLD_BYTES', 'lots', '0..67108864'],
+    ['BUZZ_AUTH_HOLD_GRACE_MS', '6000', '0..5000'],
     ['BUZZ_RATE_LIMIT_HUMAN_WS_BURST', '9', '10..1000000 (at least BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC)'],
   ])('rejects %s=%s naming the variable and range', (name, value, expected) => {
     const problems = problemsOf({ [name]: value });

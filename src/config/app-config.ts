@@ -251,6 +251,13 @@ export interface AuthHoldLimits {
   readonly maxFrames: number;
   /** `BUZZ_AUTH_HOLD_BYTES` (0..67108864, default 262144): the held frames' total size. */
   readonly maxBytes: number;
+  /**
+   * `BUZZ_AUTH_HOLD_GRACE_MS` (0..5000, default 1000): how long after the challenge frames wait for
+   * an `AUTH` that has not arrived. A client with an auth handler answers within milliseconds; one
+   * without gets its `auth-required:` refusals then, well before clients' own ~4 s timeouts, instead
+   * of at the 5 s AUTH deadline. Frames sent while an `AUTH` is being verified always wait for it.
+   */
+  readonly graceMs: number;
 }
 
 export const READ_MAX_AGE_CLAMP_MS = 30_000;
@@ -344,6 +351,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     authHold: {
       maxFrames: r.int('BUZZ_AUTH_HOLD_FRAMES', 30, 0, 10_000),
       maxBytes: r.int('BUZZ_AUTH_HOLD_BYTES', 256 * 1024, 0, 64 * MIB),
+      // Up to the 5 s AUTH deadline (relay.md §2.1), past which the connection closes anyway.
+      graceMs: r.int('BUZZ_AUTH_HOLD_GRACE_MS', 1000, 0, 5000),
     },
   };
   r.throwIfInvalid();

@@ -12,7 +12,8 @@
 import { NostrEvent } from '../common/nostr.types.js';
 import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
-import { RelayConnection } from './relay-connection.js';
+import { HistoryOverlap } from './history-overlap.js';
+import { RelayConnection, SendResult } from './relay-connection.js';
 
 /** Frames one turn of a history page may send (a bigger page takes several turns). */
 export const FRAMES_PER_TURN = 100;
@@ -34,10 +35,19 @@ export interface PageTarget {
   readonly subId: string;
   readonly token: number;
   readonly prefix: string;
+  /** The subscription's record of what live delivery already sent (absent: nothing is live). */
+  readonly overlap: HistoryOverlap | undefined;
 }
 
 export function pageTarget(conn: RelayConnection, subId: string, token: number): PageTarget {
-  return { conn, subId, token, prefix: `["EVENT",${JSON.stringify(subId)},` };
+  const sub = conn.subscriptions.get(subId);
+  return { conn, subId, token, prefix: `["EVENT",${JSON.stringify(subId)},`, overlap: sub?.token === token ? sub.overlap : undefined };
+}
+
+/** EOSE for the page's subscription; from then on live delivery alone sends new events. */
+export function sendPageEose(t: PageTarget): SendResult {
+  t.overlap?.end();
+  return t.conn.sendEose(t.subId);
 }
 
 /** Sends rows of `batch` from `from`; with `last`, EOSE follows the batch's last row in the same turn. */
@@ -49,17 +59,19 @@ export function sendPageTurn(t: PageTarget, batch: readonly NostrEvent[], from: 
       if (sent === FRAMES_PER_TURN) return { next: i };
       const ev = batch[i];
       if (!eventVisibleToReader(ev, conn.pubkey!)) continue;
+      if (t.overlap?.pageMay(ev.id) === false) continue; // already sent live
       if (!conn.owns(subId, token)) return { next: i, stop: 'gone' };
       const frame = eventFrame(ev, t.prefix);
       if (!conn.roomFor(frame.length)) return { next: i, waitBytes: frame.length };
       const result = conn.sendRaw(frame);
       if (result === 'full') return { next: i, stop: 'full' };
       if (result === 'closed') return { next: i, stop: 'gone' };
+      t.overlap?.pageSent(ev.id);
       sent += 1;
     }
     if (!last) return { next: batch.length };
     if (!conn.owns(subId, token)) return { next: batch.length, stop: 'gone' };
-    return conn.sendEose(subId) === 'full' ? { next: batch.length, stop: 'full' } : { next: batch.length, eose: true };
+    return sendPageEose(t) === 'full' ? { next: batch.length, stop: 'full' } : { next: batch.length, eose: true };
   } finally {
     conn.flush();
   }

@@ -87,7 +87,9 @@ export class LiveFanout implements OnModuleDestroy {
     const frames = liveFrames(JSON.stringify(event));
     for (const conn of this.byCommunity.get(communityId) ?? []) {
       if (conn.authState !== 'authenticated' || !conn.pubkey) continue;
-      const subs = [...conn.subscriptions].filter(([, sub]) => subscriptionWants(sub, event, channelId, conn.pubkey!));
+      // Decided now, as the event is published: a subscription still reading its history skips
+      // the event in its page, or gets no live copy of a page row (HistoryOverlap).
+      const subs = [...conn.subscriptions].filter(([, sub]) => subscriptionWants(sub, event, channelId, conn.pubkey!) && (sub.overlap?.liveMay(event.id) ?? true));
       if (subs.length === 0) continue;
       recipients += subs.length;
       conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, frames, communityId, channelId));

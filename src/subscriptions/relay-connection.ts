@@ -13,6 +13,7 @@ import { NostrFilter } from '../common/nostr.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import type { AuthHoldLimits } from '../config/app-config.js';
 import { AuthHold } from './auth-hold.js';
+import { HistoryOverlap } from './history-overlap.js';
 import { OutputBudget, OutputHolder } from './output-budget.js';
 
 export interface LiveSubscription {
@@ -22,6 +23,8 @@ export interface LiveSubscription {
   readonly scope: ReadScope;
   /** false for a one-shot search: it holds the id but never receives fan-out. */
   readonly live: boolean;
+  /** Keeps an event stored during the history read from arriving both live and in the page. */
+  readonly overlap?: HistoryOverlap;
 }
 
 export interface ConnectionLimits {
@@ -103,7 +106,7 @@ export class RelayConnection implements OutputHolder {
     private readonly output: OutputEvents,
     private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
   ) {
-    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0 });
+    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0, graceMs: 0 });
     budget.track(this);
   }
 
@@ -312,7 +315,7 @@ export class RelayConnection implements OutputHolder {
       this.pendingReqs.delete(subId);
     }
     const token = nextSubscriptionToken++;
-    this.subscriptions.set(subId, { token, filters, scope, live });
+    this.subscriptions.set(subId, { token, filters, scope, live, overlap: live ? new HistoryOverlap() : undefined });
     return token;
   }
 

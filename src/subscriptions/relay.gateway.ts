@@ -25,6 +25,9 @@ import { tenantOf, ticketOf } from './relay-ws.adapter.js';
 export const PING_INTERVAL_MS = 30_000;
 export const MAX_MISSED_PONGS = 3;
 export const AUTH_DEADLINE_MS = 5_000;
+/** The close of a connection not authenticated by the AUTH deadline: a client learns why it was dropped. */
+export const AUTH_TIMEOUT_CLOSE_CODE = 1008;
+export const AUTH_TIMEOUT_CLOSE_REASON = 'auth-required: not authenticated within 5 s';
 
 @WebSocketGateway()
 export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
@@ -91,7 +94,14 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     conn.send(['AUTH', conn.challenge]);
     const deadline = setTimeout(() => this.authDeadline(conn), AUTH_DEADLINE_MS);
     deadline.unref();
-    ws.once('close', () => clearTimeout(deadline));
+    // Checked after the loop's next poll: an AUTH already received but not yet read (a busy event
+    // loop in a reconnect storm) is read first and counts.
+    const grace = setTimeout(() => setImmediate(() => this.authGraceOver(conn)), conn.authHold.graceMs);
+    grace.unref();
+    ws.once('close', () => {
+      clearTimeout(deadline);
+      clearTimeout(grace);
+    });
     return conn;
   }
 
@@ -104,14 +114,24 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     if (conn.authState === 'authenticated' || conn.isCancelled) return;
     if (conn.authState === 'pending' && conn.authFramesInFlight > 0) {
       void conn.pendingAuth?.then(() => {
-        if (conn.authState !== 'authenticated') conn.cancel();
+        if (conn.authState !== 'authenticated') conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_TIMEOUT_CLOSE_REASON);
       });
       return;
     }
     this.metrics.wsAuthTimeouts.inc();
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
     this.endHold(conn, true);
-    conn.cancel();
+    conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_TIMEOUT_CLOSE_REASON);
+  }
+
+  /**
+   * BUZZ_AUTH_HOLD_GRACE_MS after the challenge with no AUTH under way: the held frames are refused
+   * now, and later ones at once until an AUTH arrives (the connection stays open until the deadline).
+   */
+  private authGraceOver(conn: RelayConnection): void {
+    if (conn.authState !== 'pending' || conn.isCancelled) return;
+    conn.authHold.expire();
+    if (conn.authFramesInFlight === 0) this.endHold(conn, true);
   }
 
   private onFrame(conn: RelayConnection, data: RawData, isBinary: boolean): void {
@@ -159,9 +179,13 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     }
   }
 
-  /** A frame read before AUTH has an outcome: held, or past the hold's bounds answered now. */
+  /**
+   * A frame read before AUTH has an outcome: held while an AUTH may still come within the grace or
+   * is being verified; otherwise, or past the hold's bounds, answered now.
+   */
   private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, bytes: number): void {
-    if (conn.authHold.offer(msg, bytes)) return;
+    const awaited = !conn.authHold.expired || conn.authFramesInFlight > 0;
+    if (awaited && conn.authHold.offer(msg, bytes)) return;
     // Answered ahead of the held frames, so it supersedes held REQs for its id (NIP-01).
     if ((msg.type === 'REQ' || msg.type === 'CLOSE' || msg.type === 'INVALID') && msg.subId !== undefined) conn.authHold.supersede(msg.subId);
     this.refuse(conn, msg);

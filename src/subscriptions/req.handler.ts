@@ -20,7 +20,7 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
 import { HandlerGate, handlerRefusalReason } from './handler-gate.js';
-import { pageTarget, sendPageTurn } from './history-page.js';
+import { pageTarget, sendPageEose, sendPageTurn } from './history-page.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayConnection } from './relay-connection.js';
 import { closedReason } from './ws-reasons.js';
@@ -181,7 +181,7 @@ export class ReqHandler {
       this.closeIfOwner(conn, subId, token, closedReason(err));
       return;
     }
-    if (!eose && conn.owns(subId, token) && conn.sendEose(subId) === 'full') conn.shedSubscription(subId, token);
+    if (!eose && conn.owns(subId, token) && sendPageEose(target) === 'full') conn.shedSubscription(subId, token);
     this.metrics.reqDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 

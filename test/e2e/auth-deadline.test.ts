@@ -87,6 +87,8 @@ it('keeps a client whose AUTH arrived in time while verification is slow, and st
   try {
     const patient = await connect(relay);
     const answered = sendAuth(patient, relay);
+    // Sent while its AUTH is being verified: it waits for the outcome, past the grace and the deadline.
+    patient.send(['REQ', 'held', { kinds: [1], limit: 1 }]);
     await banLookupWaiting();
     // Connected after `patient`: once its deadline has closed it, `patient`'s deadline has passed too.
     const silent = await connect(relay);
@@ -96,6 +98,7 @@ it('keeps a client whose AUTH arrived in time while verification is slow, and st
 
     await lock.unlock();
     expect(await patient.waitFor((f) => f[0] === 'OK' && f[1] === answered, 10_000)).toEqual(['OK', answered, true, '']);
+    expect(await patient.waitFor((f) => (f[0] === 'EOSE' || f[0] === 'CLOSED') && f[1] === 'held')).toEqual(['EOSE', 'held']);
     expect((await patient.req('after', { kinds: [1], limit: 1 })).end).toEqual(['EOSE', 'after']);
     expect(patient.closed).toBeUndefined();
   } finally {

@@ -2,12 +2,16 @@
  * Clients as they are (issue 18, item 6), on the built relay and the real writer + replica pair:
  * frames sent before AUTH lands wait for its outcome (BUZZ_AUTH_HOLD_FRAMES/_BYTES) and run in
  * order once it succeeds; frames past the bounds, or still held when AUTH fails or the deadline
- * passes, get the usual `auth-required:` refusals. A client that opens a dozen subscriptions on
- * connect gets them all (BUZZ_RATE_LIMIT_HUMAN_WS_BURST); a flood is still rate-limited, with the
- * counters in process and in Redis.
+ * passes, get the usual `auth-required:` refusals. A client that sends no AUTH at all gets them
+ * once the grace (BUZZ_AUTH_HOLD_GRACE_MS) has passed, and the close at the deadline says why. A
+ * client that opens a dozen subscriptions on connect gets them all
+ * (BUZZ_RATE_LIMIT_HUMAN_WS_BURST); a flood is still rate-limited, with the counters in process
+ * and in Redis.
  */
 import { finalizeEvent } from 'nostr-tools/pure';
 import { randomUUID } from 'node:crypto';
+import { Relay } from 'nostr-tools/relay';
+import { AUTH_TIMEOUT_CLOSE_CODE, AUTH_TIMEOUT_CLOSE_REASON } from '../../src/subscriptions/relay.gateway.js';
 import { authTemplate, Frame, Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { relayEnv, RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
@@ -107,7 +111,10 @@ describe('frames sent before AUTH', () => {
     expect(c.frames.filter((f) => f[1] === 'gone')).toEqual([['CLOSED', 'gone', '']]);
   });
 
-  it('are refused with the usual reasons when the AUTH deadline passes, before the socket closes', async () => {
+});
+
+describe('a client that does not answer the challenge (no auth handler)', () => {
+  it('gets the usual refusals once the grace passes, on an open socket that may still AUTH and be served', async () => {
     const c = await connect(fixture.relay.wsUrl);
     const ev = newIdentity().sign({ kind: 1, content: 'never authenticated' });
     c.send(['REQ', 'late', { kinds: [1] }]);
@@ -115,7 +122,33 @@ describe('frames sent before AUTH', () => {
     expect(await c.waitFor(endOf('late'), 10_000)).toEqual(['CLOSED', 'late', 'auth-required: not authenticated']);
     expect(await c.waitFor((f) => f[0] === 'OK', 10_000)).toEqual(['OK', ev.id, false, 'auth-required: not authenticated']);
     expect(c.frames).toContainEqual(['NOTICE', 'auth-required: authenticate before subscribing']);
+    // After the grace a frame is answered at once, not held.
+    c.send(['COUNT', 'n', { kinds: [1] }]);
+    expect(await c.waitFor((f) => f[1] === 'n', 10_000)).toEqual(['CLOSED', 'n', 'auth-required: not authenticated']);
+    // The refusals came before the AUTH deadline: the socket is open and an AUTH still counts,
+    // and a REQ sent right behind it waits for its outcome.
+    const authId = sendAuth(c, fixture.relay.wsUrl, newIdentity());
+    c.send(['REQ', 'now', { kinds: [1], limit: 1 }]);
+    expect(await c.waitFor((f) => f[0] === 'OK' && f[1] === authId)).toEqual(['OK', authId, true, '']);
+    expect(await c.waitFor(endOf('now'))).toEqual(['EOSE', 'now']);
+  });
+
+  it('nostr-tools Relay without onauth: the publish fails with the auth-required reason, not its timeout', async () => {
+    const relay = await Relay.connect(fixture.relay.wsUrl);
+    try {
+      const closed = new Promise<string>((resolve) => relay.subscribe([{ kinds: [1], limit: 1 }], { onevent: () => undefined, onclose: resolve }));
+      const ev = newIdentity().sign({ kind: 1, content: 'no auth handler' });
+      await expect(relay.publish(ev)).rejects.toThrow('auth-required: not authenticated');
+      expect(await closed).toBe('auth-required: not authenticated');
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('is closed at the AUTH deadline with a code and a reason', async () => {
+    const c = await connect(fixture.relay.wsUrl);
     await waitClosed(c);
+    expect(c.closed).toEqual({ code: AUTH_TIMEOUT_CLOSE_CODE, reason: AUTH_TIMEOUT_CLOSE_REASON });
   });
 });
 

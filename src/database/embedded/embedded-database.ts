@@ -14,6 +14,8 @@ export interface EmbeddedDatabase {
   writerUrl: string;
   /** The replica's copy of the same database. */
   readerUrl?: string;
+  /** Where both servers keep their data. */
+  dataDir: string;
   /** Fast shutdown of both servers; the data stays for the next start. */
   stop(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export async function startEmbeddedDatabase(opts: EmbeddedDatabaseOptions): Prom
   try {
     const urls = await ensureAppDatabase(cluster, opts.log);
     opts.log(`writer ${urls.writerUrl}, reader ${urls.readerUrl ?? '(none)'}, data in ${cluster.baseDir}`);
-    return { ...urls, stop: () => cluster.stop() };
+    return { ...urls, dataDir: cluster.baseDir, stop: () => cluster.stop() };
   } catch (err) {
     await cluster.stop().catch(() => undefined);
     throw err;
