@@ -7,7 +7,9 @@
  *   the same host connects;
  * - `/readyz` answers from the readiness sampler's state: with every writer connection held by
  *   client reads (waiting on a lock the test holds) the pod stays ready and says the writer is
- *   `busy`; with a writer that refuses connections it is not ready.
+ *   `busy`; with a writer that refuses connections it is not ready;
+ * - a client that sends large frames faster than its input budget is read more slowly
+ *   (`buzz_ws_input_paced_total`), and every one of its requests is still answered.
  */
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
@@ -86,6 +88,31 @@ describe('a failed tenant lookup', () => {
     c.close();
     // An unknown host is still told so while the database answers.
     expect((await upgrade(fixture.relay.httpUrl, 'nobody.example')).status).toBe(404);
+  });
+});
+
+async function metric(fixture: RelayFixture, name: string): Promise<number> {
+  const text = await (await fetch(fixture.relay.metricsUrl)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+}
+
+describe('input pacing', () => {
+  let fixture: RelayFixture;
+  beforeAll(async () => (fixture = await startRelayFixture()));
+  afterAll(() => fixture?.close());
+
+  it('reads a client that sends large frames fast more slowly, and answers all of its requests', async () => {
+    const c = await RawClient.authed(fixture.relay.wsUrl, newIdentity());
+    const hex = () => randomBytes(32).toString('hex');
+    // Three filters of 2,000 values: about 400 KB a frame, six frames in a row (the burst is 1 MiB).
+    const filters = Array.from({ length: 3 }, () => ({ authors: Array.from({ length: 1000 }, hex), '#p': Array.from({ length: 1000 }, hex), limit: 0 }));
+    const paced0 = await metric(fixture, 'buzz_ws_input_paced_total');
+    const subs = Array.from({ length: 6 }, (_, i) => `big-${i}`);
+    for (const sub of subs) c.send(['REQ', sub, ...filters]);
+    const ends = await Promise.all(subs.map((sub) => c.waitFor((f) => f[0] === 'EOSE' && f[1] === sub, 30_000)));
+    expect(ends).toHaveLength(6);
+    expect(await metric(fixture, 'buzz_ws_input_paced_total')).toBeGreaterThan(paced0);
+    c.close();
   });
 });
 
