@@ -20,8 +20,9 @@
  *   npm run bench:abuse -- --scenario <name>|all [--heap 288|default|<MB>] [--seconds N]
  *     [--idle-seconds 10] [--scale 1] [--keys N] [--sockets N] [--rate N] [--values N]
  *     [--attacker-nice 0] [--postgres-nice 0] [--client-ip-header x-forwarded-for]
- *     [--relay-cpu-prof DIR]
+ *     [--relay-cpu-prof DIR] [--relay-entry path/to/dist/src/main.js]
  *
+ * `--relay-entry` runs another build of the relay (a checkout of main, for a before/after).
  * `--attacker-nice 19 --postgres-nice 10` let the relay have the cores first on a machine that also
  * runs the attackers and the database (as when they are elsewhere); the defaults share them evenly.
  *
@@ -63,6 +64,7 @@ const { values: args } = parseArgs({
     'postgres-nice': { type: 'string', default: '0' },
     'client-ip-header': { type: 'string' },
     'relay-cpu-prof': { type: 'string' },
+    'relay-entry': { type: 'string' },
   },
 });
 
@@ -150,7 +152,7 @@ async function runScenario(name: ScenarioName): Promise<Record<string, unknown>>
   const owner = fastSigner();
   const profDir = args['relay-cpu-prof'];
   const nodeArgs = [...heapArgs(args.heap), ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
-  const relay = await spawnRelay({ ...dbEnv, ...DEPLOYED_ENV, RELAY_OWNER_PUBKEY: owner.pubkey }, RELAY_ENTRY, nodeArgs);
+  const relay = await spawnRelay({ ...dbEnv, ...DEPLOYED_ENV, RELAY_OWNER_PUBKEY: owner.pubkey }, args['relay-entry'] ?? RELAY_ENTRY, nodeArgs);
   const header = args['client-ip-header'];
   const plan = planFor(name, relay.url, author);
   logLine(`${name}: relay pid ${relay.child.pid} (${nodeArgs.join(' ') || 'default heap'}); ${d.description}`);
@@ -215,7 +217,8 @@ async function runScenario(name: ScenarioName): Promise<Record<string, unknown>>
 async function main(): Promise<number> {
   const names = args.scenario === 'all' ? [...SCENARIOS] : args.scenario.split(',');
   for (const n of names) if (!(SCENARIOS as readonly string[]).includes(n)) throw new Error(`unknown scenario ${n} (known: ${SCENARIOS.join(', ')}, all)`);
-  for (const name of names as ScenarioName[]) console.log(JSON.stringify(await runScenario(name)));
+  const build = args['relay-entry'] ?? 'this checkout';
+  for (const name of names as ScenarioName[]) console.log(JSON.stringify({ relay_build: build, ...(await runScenario(name)) }));
   return 0;
 }
 
