@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
 import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } from '../metrics/database-metrics.service.js';
 import { DATABASE_OPTIONS, poolSettings } from './database.options.js';
@@ -271,6 +271,15 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
       reader: this.readerPool ? sample(this.readerPool, this.settings.readPoolSize) : undefined,
       search: sample(this.searchPool, this.settings.searchPoolSize),
     };
+  }
+
+  /** Acquire plus SELECT 1 on the writer within a deadline (the library's health check; the relay's readiness samples with health/writer-check.ts). */
+  async writerReachable(timeoutMs = 2000): Promise<boolean> {
+    const probe = this.withWriter('readiness', (db) => sql`select 1`.execute(db)).then(
+      () => true,
+      () => false,
+    );
+    return raceTimeout(probe, timeoutMs, false);
   }
 
   async pingReader(timeoutMs = 2000): Promise<ReaderState> {
