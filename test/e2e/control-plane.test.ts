@@ -125,14 +125,15 @@ describe('/readyz while client reads hold every writer connection', () => {
   afterAll(() => fixture?.close());
 
   it('stays ready and reports the writer busy; the reads are served once the lock goes', async () => {
-    const c = await RawClient.authed(fixture.relay.wsUrl, newIdentity());
+    // Two keys: each holds its fair share of the writer-read cap.
+    const clients = [await RawClient.authed(fixture.relay.wsUrl, newIdentity()), await RawClient.authed(fixture.relay.wsUrl, newIdentity())];
     const locker = await fixture.writer.connect();
     try {
       await locker.query('begin');
       await locker.query('lock table events in access exclusive mode');
       // Filters without `kinds` are read on the writer: each waits on the lock holding a connection.
-      c.send(['REQ', 'held-1', { limit: 5 }]);
-      c.send(['REQ', 'held-2', { limit: 6 }]); // not the same read: identical ones would share one
+      clients[0].send(['REQ', 'held', { limit: 5 }]);
+      clients[1].send(['REQ', 'held', { limit: 6 }]); // not the same read: identical ones would share one
       await eventually('both writer connections wait on the lock', async () => {
         const { rows } = await fixture.writer.query<{ n: string }>(
           `select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'buzz-relay' and wait_event_type = 'Lock'`,
@@ -145,9 +146,9 @@ describe('/readyz while client reads hold every writer connection', () => {
       await locker.query('commit');
       locker.release();
     }
-    const ends = await Promise.all(['held-1', 'held-2'].map((sub) => c.waitFor((f) => f[1] === sub && (f[0] === 'EOSE' || f[0] === 'CLOSED'), 20_000)));
+    const ends = await Promise.all(clients.map((c) => c.waitFor((f) => f[1] === 'held' && (f[0] === 'EOSE' || f[0] === 'CLOSED'), 20_000)));
     expect(ends.map((f) => f[0])).toEqual(['EOSE', 'EOSE']);
     await eventually('the writer is reachable again', async () => (await readyz(fixture)).body.writer === 'reachable');
-    c.close();
+    for (const c of clients) c.close();
   });
 });
