@@ -27,8 +27,8 @@
  * runs the attackers and the database (as when they are elsewhere); the defaults share them evenly.
  *
  * One JSON line per scenario on stdout; progress on stderr. `--scale 0.1` shrinks the counts
- * (keys, sockets, filter values) to a tenth. `--client-ip-header` makes the attackers and the
- * victim name different client addresses in that header (for a relay told to trust it). Needs
+ * (keys, sockets, filter values) to a tenth. The attackers and the victim name different client
+ * addresses in `--client-ip-header` (the relay trusts it from loopback; `none`: send none). Needs
  * `ulimit -n` above the scenario's sockets + 256.
  */
 import { execFileSync } from 'node:child_process';
@@ -37,6 +37,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, defaultConnectionReserve } from '../src/config/app-config.js';
 import { PgCluster } from '../src/database/embedded/pg-cluster.js';
 import { logLine, quietPool, RELAY_ENTRY, runBench, spawnRelay } from './lib/bench-env.js';
 import { fastSigner } from './lib/fast-sign.js';
@@ -62,16 +63,23 @@ const { values: args } = parseArgs({
     values: { type: 'string' },
     'attacker-nice': { type: 'string', default: '0' },
     'postgres-nice': { type: 'string', default: '0' },
-    'client-ip-header': { type: 'string' },
+    'client-ip-header': { type: 'string', default: 'x-forwarded-for' },
     'relay-cpu-prof': { type: 'string' },
     'relay-entry': { type: 'string' },
   },
 });
 
-/** The relay's configuration as deploy/k8s ships it (ConfigMap), and the default quotas. */
+/**
+ * The relay's configuration as deploy/k8s ships it (ConfigMap), the default quotas, and the
+ * default connection limits (which the other benches lift): the bench is the proxy the relay
+ * trusts, and names the attackers' and the victim's addresses in `--client-ip-header`.
+ */
 const DEPLOYED_ENV = {
   BUZZ_REPLICA_READ_MAX_AGE_MS: '2000',
   BUZZ_VERIFIER_THREADS: '2',
+  BUZZ_TRUSTED_PROXIES: 'loopback',
+  BUZZ_MAX_CONNECTIONS_PER_IP: String(DEFAULT_MAX_CONNECTIONS_PER_IP),
+  BUZZ_CONNECTION_RESERVE: String(defaultConnectionReserve(DEFAULT_MAX_CONNECTIONS)),
   BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '10',
   BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '60',
   BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN: '300',
@@ -79,6 +87,12 @@ const DEPLOYED_ENV = {
 const BAN_EVERY_MS = 5000;
 const ATTACKER_ADDRESS = '203.0.113.7';
 const VICTIM_ADDRESS = '198.51.100.1';
+
+/** The header naming a client's address; `--client-ip-header none` sends none (everyone is 127.0.0.1). */
+function clientIpHeader(): string | undefined {
+  const h = args['client-ip-header'];
+  return h === 'none' ? undefined : h;
+}
 
 function heapArgs(heap: string): string[] {
   if (heap === 'default') return [];
@@ -90,7 +104,7 @@ function planFor(name: ScenarioName, relayUrl: string, author: string | undefine
   const d = SCENARIO_DEFAULTS[name];
   const scale = Number(args.scale);
   const scaled = (n: number, flag: string | undefined) => (flag !== undefined ? Number(flag) : Math.max(1, Math.round(n * scale)));
-  const header = args['client-ip-header'];
+  const header = clientIpHeader();
   return {
     scenario: name,
     kind: d.kind,
@@ -153,7 +167,7 @@ async function runScenario(name: ScenarioName): Promise<Record<string, unknown>>
   const profDir = args['relay-cpu-prof'];
   const nodeArgs = [...heapArgs(args.heap), ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
   const relay = await spawnRelay({ ...dbEnv, ...DEPLOYED_ENV, RELAY_OWNER_PUBKEY: owner.pubkey }, args['relay-entry'] ?? RELAY_ENTRY, nodeArgs);
-  const header = args['client-ip-header'];
+  const header = clientIpHeader();
   const plan = planFor(name, relay.url, author);
   logLine(`${name}: relay pid ${relay.child.pid} (${nodeArgs.join(' ') || 'default heap'}); ${d.description}`);
   const watch = new RelayWatch(relay.child, relay.url);
