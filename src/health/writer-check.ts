@@ -7,15 +7,17 @@ import { DatabaseUnavailableError, PoolTimeoutError, QueryTimedOutError, toDatab
 import type { DatabaseService } from '../database/database.service.js';
 import { ACQUIRE_TIMEOUT_MESSAGE } from '../database/pools.js';
 
-export type WriterCheck = 'success' | 'pool_timeout' | 'pool_error' | 'query_timeout' | 'query_error';
+/** relay.md §6.1's outcome classes; `pool_full` is a PoolTimeout with every connection checked out. */
+export type WriterCheck = 'success' | 'pool_full' | 'pool_timeout' | 'pool_error' | 'query_timeout' | 'query_error';
 
 export const WRITER_CHECK_TIMEOUT_MS = 2000;
 
 /**
- * An acquire still waiting at the deadline is `pool_timeout` when every connection the pool may
- * hold is checked out (clients are being served: the writer answers, it is busy) and `pool_error`
- * when a dial was still under way (the writer does not answer). The wait is cancelled either way,
- * so a sample never takes a connection a client is queued for.
+ * `pool_full`: no connection by the deadline because every connection the pool may hold is
+ * checked out (clients are being served); `pool_timeout` and `query_timeout`: no connection (a
+ * dial still under way) or no answer by the deadline; `pool_error` and `query_error`: the dial or
+ * the query failed. An acquire still waiting at the deadline is cancelled, so a sample never takes
+ * a connection a client is queued for.
  */
 export function checkWriter(db: DatabaseService, timeoutMs = WRITER_CHECK_TIMEOUT_MS): Promise<WriterCheck> {
   const abort = new AbortController();
@@ -42,7 +44,7 @@ export function checkWriter(db: DatabaseService, timeoutMs = WRITER_CHECK_TIMEOU
     const timer = setTimeout(() => {
       if (acquired) return resolve('query_timeout');
       const pool = db.writerPool;
-      resolve(pool.totalCount >= db.settings.poolSize && pool.idleCount === 0 ? 'pool_timeout' : 'pool_error');
+      resolve(pool.totalCount >= db.settings.poolSize && pool.idleCount === 0 ? 'pool_full' : 'pool_timeout');
       abort.abort(new PoolTimeoutError(ACQUIRE_TIMEOUT_MESSAGE));
     }, timeoutMs);
     timer.unref();
