@@ -181,10 +181,11 @@ function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
   };
 }
 
-export async function spawnRelay(databaseEnv: Record<string, string>, entry = RELAY_ENTRY): Promise<RelayChild> {
+/** `extraNodeArgs`: node flags of this run (the abuse bench's heap limit), after the shipped ones. */
+export async function spawnRelay(databaseEnv: Record<string, string>, entry = RELAY_ENTRY, extraNodeArgs: readonly string[] = []): Promise<RelayChild> {
   // BENCH_RELAY_NODE_ARGS passes extra node flags to the relay, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   // The relay runs with the flags it ships with (package.json `start`, the Dockerfile); later flags win.
-  const nodeArgs = ['--max-semi-space-size=16', ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const nodeArgs = ['--max-semi-space-size=16', ...extraNodeArgs, ...(process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const relay = await spawnChild(process.execPath, ['--enable-source-maps', ...nodeArgs, entry], { env: relayEnv(databaseEnv) }, async (child, output) => {
     const port = await listeningPort(child, output);
     return `ws://localhost:${port}`;

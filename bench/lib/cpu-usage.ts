@@ -29,7 +29,7 @@ export function cpuSince(before: CpuSample, after: CpuSample): CpuSample {
 }
 
 /** utime + stime (+ cutime + cstime of reaped children when asked), /proc/PID/stat fields 14-17. */
-function processCpuSeconds(pid: number, withReapedChildren: boolean): number {
+export function processCpuSeconds(pid: number, withReapedChildren: boolean): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);

@@ -12,10 +12,11 @@ import { HttpError } from '../common/http-error.js';
 import { annotateRequest } from '../common/request-annotations.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
+import { DatabaseUnavailableError } from '../database/database-errors.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 
 export interface BridgeCaller {
   readonly communityId: string;
@@ -43,6 +44,8 @@ export class BridgeAdmission {
 
   async admit(req: FastifyRequest, rawBody: string, route: BridgeRoute): Promise<BridgeCaller> {
     const tenant = await this.tenancy.resolve(req.headers.host);
+    // A failed lookup is the retryable database answer, not "no such community".
+    if (!tenant.ok && tenant.reason === 'lookup_failed') throw new DatabaseUnavailableError(TENANT_LOOKUP_FAILED_MESSAGE);
     if (!tenant.ok) throw new HttpError(404, UNKNOWN_HOST_MESSAGE);
     const communityId = tenant.community.id;
     annotateRequest(req, { community: communityId });

@@ -273,7 +273,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     };
   }
 
-  /** Readiness: acquire plus SELECT 1 on the writer within a deadline. */
+  /** Acquire plus SELECT 1 on the writer within a deadline (the library's health check; the relay's readiness samples with health/writer-check.ts). */
   async writerReachable(timeoutMs = 2000): Promise<boolean> {
     const probe = this.withWriter('readiness', (db) => sql`select 1`.execute(db)).then(
       () => true,

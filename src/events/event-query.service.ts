@@ -20,12 +20,21 @@ import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedErr
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric } from './event-read.queries.js';
 import { EventReadRepository } from './event-read.repository.js';
-import { effectiveLimit, matchesNothing, matchFilter } from './filter.js';
+import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from './filter.js';
 import { HistoryFlights } from './history-flights.js';
 import { VISIBILITY_GATED_KINDS } from './kinds.js';
 import { ReadScope } from './read-scope.js';
 
 export const FILTER_QUERY_CONCURRENCY = 4;
+/**
+ * Reads share a flight only when their filter is small. The reads a storm repeats are short
+ * (`{"kinds":[1],"limit":50}`); a filter of thousands of values is one client's, and keying a
+ * flight by it costs a copy of it as text per read. And V8 hashes a string longer than 16,383
+ * characters by its length alone: flight keys of the same length then all collide, and every
+ * lookup compared each open key in full, which held the event loop for hundreds of ms at a time.
+ */
+export const FLIGHT_MAX_TERMS = 64;
+export const FLIGHT_MAX_KEY_CHARS = 4096;
 export const CHANNEL_METADATA_KIND = 39000;
 
 export interface HistoryContext {
@@ -131,10 +140,12 @@ export class EventQueryService {
    */
   private flightKey(scope: ReadScope, filter: NostrFilter, limit: number, ctx: HistoryContext | undefined): string | undefined {
     if (ctx === undefined || (ctx.honourConsistency === true && filter.extensions.consistency === 'strong')) return undefined;
+    if (filterTerms(filter) > FLIGHT_MAX_TERMS) return undefined;
     if (ctx.reader !== undefined && this.routed.writes.lastWriteAt({ communityId: scope.communityId, pubkey: ctx.reader }) !== undefined) return undefined;
     const channels = scope.channels === 'any' ? 'any' : [...scope.channels].sort();
     const reader = canMatchGatedKind(filter) ? (scope.reader ?? ctx.reader ?? '') : '';
-    return JSON.stringify([ctx.path, limit, ctx.offset ?? 0, scope.communityId, channels, scope.includeGlobal, reader, filter]);
+    const key = JSON.stringify([ctx.path, limit, ctx.offset ?? 0, scope.communityId, channels, scope.includeGlobal, reader, filter]);
+    return key.length <= FLIGHT_MAX_KEY_CHARS ? key : undefined;
   }
 
   /** Channel-metadata reads and client-declared strong reads are served by the writer, unrouted. */

@@ -109,12 +109,18 @@ function checkShape(filter: NostrFilter): string | null {
   if (tagKeys.length > MAX_TAG_KEYS) {
     return `filter has ${tagKeys.length} tag keys, maximum is ${MAX_TAG_KEYS}`;
   }
-  let terms = (filter.ids?.length ?? 0) + (filter.authors?.length ?? 0) + (filter.kinds?.length ?? 0);
-  for (const key of tagKeys) terms += filter.tags[key].length;
+  const terms = filterTerms(filter);
   if (terms > MAX_FILTER_TERMS) {
     return `filter has ${terms} values in all, maximum is ${MAX_FILTER_TERMS}`;
   }
   return null;
+}
+
+/** Values in all of a filter's `ids`, `authors`, `kinds` and tag lists. */
+export function filterTerms(filter: NostrFilter): number {
+  let terms = (filter.ids?.length ?? 0) + (filter.authors?.length ?? 0) + (filter.kinds?.length ?? 0);
+  for (const values of Object.values(filter.tags)) terms += values.length;
+  return terms;
 }
 
 function parseField(filter: NostrFilter, key: string, value: unknown): string | null {

@@ -20,6 +20,7 @@ export class RelayMetrics {
   readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });
   readonly wsBackpressureDisconnects = counter({ name: 'buzz_ws_backpressure_disconnects_total', help: 'Connections closed because their outbound buffer stayed full' });
   readonly wsOutputQueuedBytes = gauge({ name: 'buzz_ws_output_queued_bytes', help: 'Bytes queued for WebSocket clients and not yet written to the kernel, all connections' });
+  readonly wsInputPaced = counter({ name: 'buzz_ws_input_paced_total', help: 'Times a connection stopped being read for sending frames faster than its input budget' });
   readonly wsSlowConsumerCloses = counter({ name: 'buzz_ws_slow_consumer_closes_total', help: 'Subscriptions ended with CLOSED because their output did not fit the budget' });
   readonly wsNotices = counter({ name: 'buzz_ws_notices_total', help: 'NOTICE frames sent, by reason class', labelNames: ['reason'] });
   readonly authAttempts = counter({ name: 'buzz_auth_attempts_total', help: 'Auth challenges issued', labelNames: ['method'] });

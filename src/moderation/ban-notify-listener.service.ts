@@ -5,8 +5,9 @@
  *   connection LISTENs);
  * - a ban reaches the banned key's open sockets on every pod within notification latency
  *   (BanNotices.announce → BanEnforcer), not at the next periodic re-check.
- * The connection is pinged every LISTENER_PING_MS; a ping that fails or takes longer than
- * LISTENER_PING_TIMEOUT_MS, an error or an end counts as lost: the cache stops being trusted
+ * The connection is pinged every LISTENER_PING_MS; a ping that fails or whose answer has not
+ * arrived within LISTENER_PING_TIMEOUT_MS (an answer that arrived while this process's event loop
+ * was held is not late), an error or an end counts as lost: the cache stops being trusted
  * (admission reads the writer again) and the pod reconnects with jittered exponential back-off.
  * Once LISTENing again, the pod re-checks every open socket (bans written while nothing listened
  * were not announced). Failing to connect never stops the relay: it serves with uncached reads.
@@ -14,6 +15,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, Notification } from 'pg';
 import type { AppConfig } from '../config/app-config.js';
+import { loopFairDeadline } from '../common/loop-fair-deadline.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseService } from '../database/database.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
@@ -123,17 +125,12 @@ export class BanNotifyListener implements OnApplicationShutdown {
 
   private async ping(client: Client): Promise<void> {
     if (client !== this.current) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`ping took longer than ${LISTENER_PING_TIMEOUT_MS} ms`)), LISTENER_PING_TIMEOUT_MS);
-    });
     try {
-      await Promise.race([client.query('select 1'), timedOut]);
+      // Loop-fair: an answer that arrived while the event loop was held does not count as late.
+      await loopFairDeadline(client.query('select 1'), LISTENER_PING_TIMEOUT_MS, () => new Error(`ping took longer than ${LISTENER_PING_TIMEOUT_MS} ms`));
       if (client === this.current) this.schedulePing(client);
     } catch (err) {
       this.lost(client, err as Error);
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { Span } from '@opentelemetry/api';
 import { Pool, PoolClient } from 'pg';
 import { CREATED_AT_FLOOR_SECS, FENCE_CLOCK_MARGIN_SECS, REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
+import { loopFairDeadline } from '../common/loop-fair-deadline.js';
 import { PoolTimeoutError, toDatabaseError } from '../database/database-errors.js';
 import type { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
@@ -62,18 +63,15 @@ export function fenceWallMs(sampledAt: Date, oldest: Date | null): number {
   return base - WALL_OFFSET_MS;
 }
 
-/** Runs one beat under the client-side deadline. Rejects with ProbeError. */
+/**
+ * Runs one beat under the client-side deadline. Rejects with ProbeError. The deadline times the
+ * writer, not this process: a beat whose answers arrived while the event loop was held is read
+ * before it is declared late (common/loop-fair-deadline.ts).
+ */
 export async function probeOnce(pool: Pool, metrics: DatabaseMetrics, span: Span): Promise<ProbeSample> {
   const timings: ProbeTimings = {};
   let client: PoolClient | undefined;
-  let timer: NodeJS.Timeout | undefined;
   let expired = false;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      expired = true;
-      reject(new ProbeError('deadline', `probe beat exceeded its ${PROBE_DEADLINE_MS} ms deadline`, timings));
-    }, PROBE_DEADLINE_MS);
-  });
   const beat = (async () => {
     const acquired = await acquire(pool, metrics, timings);
     if (expired) {
@@ -85,7 +83,10 @@ export async function probeOnce(pool: Pool, metrics: DatabaseMetrics, span: Span
   })();
   beat.catch(() => undefined);
   try {
-    const sample = await Promise.race([beat, deadline]);
+    const sample = await loopFairDeadline(beat, PROBE_DEADLINE_MS, () => {
+      expired = true;
+      return new ProbeError('deadline', `probe beat exceeded its ${PROBE_DEADLINE_MS} ms deadline`, timings);
+    });
     client?.release();
     return sample;
   } catch (err) {
@@ -94,8 +95,6 @@ export async function probeOnce(pool: Pool, metrics: DatabaseMetrics, span: Span
     // A failed beat's session may still hold the exclusive lock or sit mid-transaction: destroy it.
     client?.release(failure);
     throw failure;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

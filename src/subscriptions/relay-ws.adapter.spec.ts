@@ -3,17 +3,17 @@ import type { IncomingMessage } from 'node:http';
 import { loadConfig } from '../config/app-config.js';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import type { TenancyService } from '../tenancy/tenancy.service.js';
-import { UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { TENANT_LOOKUP_FAILED_MESSAGE, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
 import { addressLimitMessage, RELAY_FULL_MESSAGE, RelayWsAdapter, tenantOf, ticketOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
 
-/** Resolves `chat.example` to a live community and every other host to `unknown_host`, without a database. */
+/** Resolves `chat.example` to a live community, `down.example` to a failed lookup and every other host to `unknown_host`, without a database. */
 const tenancy = {
   resolve: async (host: string | undefined) =>
     host === 'chat.example'
       ? { ok: true as const, community: { id: 'c1', archived: false }, host }
-      : { ok: false as const, reason: 'unknown_host' as const },
+      : { ok: false as const, reason: host === 'down.example' ? ('lookup_failed' as const) : ('unknown_host' as const) },
 } as unknown as TenancyService;
 
 type Answer = [boolean, number?, string?, Record<string, string>?];
@@ -110,6 +110,14 @@ describe('RelayWsAdapter upgrade admission', () => {
     expect(unknown.answers).toEqual([[false, 404, UNKNOWN_HOST_MESSAGE]]);
     expect(refusals).toEqual(['origin', 'unknown_host']);
     expect(a.pendingUpgrades).toBe(0);
+  });
+
+  it('answers a failed tenant lookup (down.example: the database erred) with a retryable 503, not the unknown-host 404', async () => {
+    const a = adapter();
+    const down = upgrade('down.example');
+    await a.admitUpgrade(down.req, down.done);
+    expect(down.answers).toEqual([[false, 503, TENANT_LOOKUP_FAILED_MESSAGE, { 'Content-Type': 'text/plain', 'Retry-After': '1' }]]);
+    expect(refusals).toEqual(['unavailable']);
   });
 
   it('applies the connection limits before the upgrade completes: 429 for an address over its limit, 503 for a full pod, each with Retry-After; a closed socket frees its place', async () => {

@@ -2,7 +2,8 @@
  * The ws adapter on the HTTP port, with five changes: a browser page from an origin
  * BUZZ_CORS_ORIGINS does not list is refused with a plain-text 403 (WebSockets have no
  * CORS, so the relay checks `Origin` itself; clients that send none are not affected),
- * the tenant is bound before the upgrade completes (an unknown host gets a plain-text 404),
+ * the tenant is bound before the upgrade completes (an unknown host gets a plain-text 404; a
+ * failed lookup a retryable 503, since a 404 would tell the client its community does not exist),
  * the connection limits are applied before it completes too (ConnectionAdmission: a plain-text
  * 429 for an address over its limit, 503 for a full pod, both with `Retry-After`),
  * admitted upgrades complete in turns (below), and Nest's `{event,data}` message binding is off
@@ -23,7 +24,7 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import type { IncomingMessage } from 'node:http';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import { Community } from '../tenancy/community.repository.js';
-import { TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { ConnectionAdmission, ConnectionTicket } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
 
@@ -57,6 +58,8 @@ const PLAIN_TEXT = { 'Content-Type': 'text/plain' };
 /** Seconds a refused client is asked to wait: an address over its limit, and a full pod. */
 export const RETRY_AFTER_ADDRESS_SECS = 10;
 export const RETRY_AFTER_FULL_SECS = 5;
+/** A failed tenant lookup: retry soon. */
+export const RETRY_AFTER_LOOKUP_FAILED_SECS = 1;
 
 export interface RelayWsAdapterOptions {
   readonly maxFrameBytes: number;
@@ -73,8 +76,8 @@ export interface RelayWsAdapterOptions {
   readonly maxConnectionsPerIp?: number;
 }
 
-/** Why an upgrade was answered with an HTTP error: 403, 400 or 404, 503 (busy, capacity), 429 (ip_limit). */
-export type UpgradeRefusal = 'origin' | 'unknown_host' | 'busy' | 'capacity' | 'ip_limit';
+/** Why an upgrade was answered with an HTTP error: 403, 400 or 404, 503 (busy, capacity; unavailable: the tenant lookup failed), 429 (ip_limit). */
+export type UpgradeRefusal = 'origin' | 'unknown_host' | 'busy' | 'capacity' | 'ip_limit' | 'unavailable';
 
 export class RelayWsAdapter extends WsAdapter {
   private readonly upgradeTurns: OutputTurns;
@@ -112,6 +115,7 @@ export class RelayWsAdapter extends WsAdapter {
   async admitUpgrade(req: IncomingMessage, done: VerifyCallback): Promise<void> {
     if (!this.options.cors.allows(req.headers.origin)) return this.refuse(done, 'origin', 403, ORIGIN_NOT_ALLOWED);
     const resolution = await this.tenancy.resolve(req.headers.host);
+    if (!resolution.ok && resolution.reason === 'lookup_failed') return this.refuse(done, 'unavailable', 503, TENANT_LOOKUP_FAILED_MESSAGE, RETRY_AFTER_LOOKUP_FAILED_SECS);
     if (!resolution.ok) return this.refuse(done, 'unknown_host', resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE);
     if (resolution.community.archived) return this.refuse(done, 'unknown_host', 404, UNKNOWN_HOST_MESSAGE);
     if (this.upgradeTurns.waiting >= this.options.maxPendingUpgrades) return this.refuse(done, 'busy', 503, UPGRADES_BUSY_MESSAGE);

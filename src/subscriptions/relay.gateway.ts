@@ -1,6 +1,6 @@
 /**
  * The NIP-01 WebSocket endpoint. Thin: it owns the connection lifecycle (AUTH
- * challenge, ping/pong, frame-size gate, teardown), holds what a client sends
+ * challenge, ping/pong, frame-size gate, input pacing, teardown), holds what a client sends
  * before its AUTH has an outcome, and hands each parsed frame to its verb's handler.
  */
 import { Inject, OnModuleDestroy } from '@nestjs/common';
@@ -11,11 +11,13 @@ import { RawData, WebSocket } from 'ws';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseClientMessage } from '../events/filter.js';
+import { LifecycleState } from '../health/lifecycle-state.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { HeldMessage } from './auth-hold.js';
 import { AuthHandler } from './auth.handler.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { EventHandler } from './event.handler.js';
+import { InputPacing } from './input-pacing.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputBudget } from './output-budget.js';
 import { OutputEvents, RelayConnection } from './relay-connection.js';
@@ -35,6 +37,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private readonly pinger: NodeJS.Timeout;
   private readonly outputBudget: OutputBudget;
   private readonly outputEvents: OutputEvents;
+  private readonly inputPacing: InputPacing;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -45,8 +48,10 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     private readonly events: EventHandler,
     private readonly reqs: ReqHandler,
     private readonly admission: ConnectionAdmission,
+    lifecycle: LifecycleState,
   ) {
     this.logger.setContext('RelayGateway');
+    this.inputPacing = new InputPacing({ maxFrameBytes: config.limits.maxFrameBytes, draining: () => lifecycle.draining, paced: metrics.wsInputPaced });
     this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes);
     this.outputEvents = {
       slowClientDisconnected: (c) => {
@@ -143,6 +148,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
       conn.cancel(1009, 'frame too large');
       return;
     }
+    this.inputPacing.read(conn, buf.length);
     const text = isBinary ? decodeUtf8(buf) : buf.toString('utf8');
     if (text === undefined) return;
     const msg = parseClientMessage(text);

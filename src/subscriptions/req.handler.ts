@@ -9,6 +9,7 @@
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
+import { PoolTimeoutError } from '../database/database-errors.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
 import { SearchService } from '../events/search.service.js';
@@ -92,7 +93,7 @@ export class ReqHandler {
         conn.send(['CLOSED', subId, `restricted: ${COUNT_TOO_BROAD_MESSAGE}`]);
         return;
       }
-      conn.log.warn({ connId: conn.id, err }, 'COUNT query failed');
+      logReadFailure(conn, { connId: conn.id, err }, 'COUNT query failed');
       conn.send(['CLOSED', subId, closedReason(err)]);
     }
   }
@@ -177,7 +178,7 @@ export class ReqHandler {
         }
       }
     } catch (err) {
-      conn.log.warn({ connId: conn.id, subId, err }, 'Historical query failed');
+      logReadFailure(conn, { connId: conn.id, subId, err }, 'Historical query failed');
       this.closeIfOwner(conn, subId, token, closedReason(err));
       return;
     }
@@ -219,7 +220,7 @@ export class ReqHandler {
         }
       }
     } catch (err) {
-      conn.log.warn({ connId: conn.id, subId, err }, 'search query failed');
+      logReadFailure(conn, { connId: conn.id, subId, err }, 'search query failed');
       this.closeIfOwner(conn, subId, token, closedReason(err));
       return;
     }
@@ -237,4 +238,15 @@ export class ReqHandler {
     if (!conn.retireIfOwner(subId, token)) return;
     conn.sendClosed(subId, reason);
   }
+}
+
+/**
+ * A read refused for capacity (shed, the writer-read cap, no connection in time) is logged at
+ * debug: it is counted (`buzz_db_route_decision`, the pool's acquire outcomes) and answered, and a
+ * flood of refused reads must not become a flood of warn lines written synchronously to stdout.
+ * Any other failure is a warn.
+ */
+function logReadFailure(conn: RelayConnection, fields: Record<string, unknown>, message: string): void {
+  if (fields.err instanceof PoolTimeoutError) conn.log.debug(fields, message);
+  else conn.log.warn(fields, message);
 }

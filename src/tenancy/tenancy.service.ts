@@ -4,7 +4,14 @@ import { Community, CommunityRepository } from './community.repository.js';
 import { hostWithoutPort, normalizeHost } from './host.js';
 
 export const UNKNOWN_HOST_MESSAGE = 'relay: no community is configured for this host';
+/**
+ * The answer when the lookup itself failed (a database error or timeout): retryable, and never
+ * the unknown-host text, which tells a client the tenant does not exist.
+ */
+export const TENANT_LOOKUP_FAILED_MESSAGE = 'relay: the community lookup failed, retry later';
 const CACHE_TTL_MS = 10_000;
+/** How long an expired resolution may still answer while lookups fail (writer down or saturated). */
+export const STALE_ON_ERROR_MS = 10 * 60_000;
 const CACHE_MAX = 10_000;
 
 export type TenantResolution =
@@ -16,6 +23,9 @@ export type TenantResolution =
  * port also matches its port-less entry, so `localhost:3000` finds `localhost`.
  * Positive results are cached briefly; an unknown host is never cached, so a new
  * community is reachable at once. Concurrent misses for one host share one lookup.
+ * A lookup that fails is `lookup_failed` (callers answer a retryable 503, never the unknown-host
+ * 404), unless this pod resolved the host within STALE_ON_ERROR_MS: then the expired entry
+ * answers, so a writer saturated by client reads does not lock known tenants out.
  */
 @Injectable()
 export class TenancyService {
@@ -47,6 +57,8 @@ export class TenancyService {
     try {
       community = await this.lookups.get(host);
     } catch {
+      const stale = this.cache.get(host);
+      if (stale && stale.expires + STALE_ON_ERROR_MS > Date.now()) return { ok: true, community: stale.community, host };
       return { ok: false, reason: 'lookup_failed' };
     }
     if (!community) return { ok: false, reason: 'unknown_host' };

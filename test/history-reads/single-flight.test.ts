@@ -7,6 +7,7 @@
  * - reads with different scopes (communities), or a filter that can match a gated kind read by
  *   different readers, never share;
  * - a reader owed read-your-writes does not join, and sees its own write;
+ * - a filter of many values, or one whose key would be long, reads on its own (no flight);
  * - a shared read that fails fails every waiter with the same database error;
  * - a waiter whose client goes away leaves the others their rows; when every waiter has gone
  *   the read is cancelled in Postgres.
@@ -103,6 +104,18 @@ it('a filter that can match a gated kind is shared only by the same reader', asy
   );
   expect(o.coalesced).toBe(1);
   for (const events of o.value) expect(ids(events)).toEqual([...rowsA].sort());
+});
+
+it('a filter of many values, or with a long value, reads on its own and still gets its page', async () => {
+  // 70 kinds: a short key, but more values than a flight takes.
+  const many: NostrFilter = { kinds: [1, ...Array.from({ length: 69 }, (_, i) => 30_000 + i)], limit: 50, tags: {}, extensions: {} };
+  const long: NostrFilter = { kinds: [1], limit: 50, tags: { t: ['x'.repeat(5000)] }, extensions: {} };
+  for (const filter of [many, long]) {
+    const o = await observed(() => Promise.all(Array.from({ length: 3 }, () => page(scopeOf(communityA), filter, { path: 'req_historical', reader: reader() }))));
+    expect(o.coalesced).toBe(0);
+    expect(total(o.routes)).toBe(3);
+    for (const events of o.value) expect(ids(events)).toEqual(filter === many ? [...rowsA].sort() : []);
+  }
 });
 
 it('a reader owed read-your-writes reads on its own and sees its write', async () => {

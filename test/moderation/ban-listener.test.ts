@@ -8,6 +8,8 @@
  * - A listener that is cut off (its session terminated, and every reconnect refused) stops the
  *   cache being trusted: a ban written meanwhile is refused through a writer read, and once the
  *   listener is back, every socket is re-checked (resync) and notifications flow again.
+ * - A ping answered while this process's event loop is held past the ping deadline does not
+ *   lose the listener (the deadline times the database, not the loop).
  * The listener connects through a TCP proxy so that the test can refuse its reconnects. The clear
  * entries' bound (`BUZZ_BAN_RECHECK_MS`) is set far beyond the test, so every refusal here comes
  * from a notification, an expiry or a writer read.
@@ -20,7 +22,7 @@ import { RelayMetrics } from '../../src/metrics/relay-metrics.service.js';
 import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate } from '../../src/moderation/ban-gate.service.js';
 import { BanNotices } from '../../src/moderation/ban-notices.js';
-import { BAN_LISTENER_APPLICATION_NAME, BanNotifyListener } from '../../src/moderation/ban-notify-listener.service.js';
+import { BAN_LISTENER_APPLICATION_NAME, BanNotifyListener, LISTENER_PING_TIMEOUT_MS } from '../../src/moderation/ban-notify-listener.service.js';
 import { ModerationRepository } from '../../src/moderation/moderation.repository.js';
 import { eventually } from '../harness/eventually.js';
 import { newIdentity } from '../harness/nostr-clients.js';
@@ -177,5 +179,36 @@ describe('a lost listener', () => {
     await ban(key);
     await eventually('the ban is refused', () => gate.isBannedForRead(communityId, key));
     await eventually('the listener is back on a new session', async () => listener.isListening && (await listenerPids()).some((p) => p !== pid));
+  });
+});
+
+describe('a slow event loop', () => {
+  it('keeps the listener when a ping is answered while the loop is held past the ping deadline', async () => {
+    // Straight to Postgres (no in-process proxy): its answer lands in the socket while the loop is held.
+    const config = { database: { url: db.writerUrl } } as AppConfig;
+    const direct = new BanNotifyListener(config, new BanCache({ banRecheckMs: 3_600_000 }), new BanNotices(), new RelayMetrics(), { afterStart: () => undefined } as unknown as DatabaseService);
+    direct.start();
+    try {
+      await eventually('the second listener is listening', async () => direct.isListening);
+      const internals = direct as unknown as { current: unknown; ping(client: unknown): Promise<void> };
+      const client = internals.current;
+      const ping = internals.ping(client);
+      // A synchronous task in the check phase holds the loop past the deadline: when the loop turns
+      // again its timers run before its sockets are read, as after a stall under load.
+      await new Promise<void>((resolve) =>
+        setImmediate(() => {
+          const until = Date.now() + LISTENER_PING_TIMEOUT_MS + 500;
+          while (Date.now() < until) {
+            // held
+          }
+          resolve();
+        }),
+      );
+      await ping;
+      expect(direct.isListening).toBe(true);
+      expect(internals.current).toBe(client);
+    } finally {
+      await direct.onApplicationShutdown();
+    }
   });
 });
