@@ -50,11 +50,20 @@ export class IngestGates {
     return lookup;
   }
 
-  /** `ahead`: the lookup restrictionAhead started for this author; without it the gate reads now. */
-  async moderationGate(communityId: string, pubkey: string, ahead?: Promise<Restriction>): Promise<void> {
-    const r = await (ahead ?? this.moderation.restrictionOf(communityId, pubkey));
-    if (r.kind === 'banned') reject('blocked: you are banned from this community');
-    if (r.kind === 'timed_out') reject(`restricted: you are timed out until ${r.untilSecs}`);
+  /**
+   * A ban or timeout of the session's author refuses every write that reaches this gate. The author
+   * is the authenticated key, so a gift wrap (signed by a throwaway key) is its sender's write like
+   * any other; the wrap's own key is checked as well, so a banned key cannot publish wraps it
+   * signed through another session. `ahead`: the lookup restrictionAhead started for `author`;
+   * without it the gate reads now.
+   */
+  async moderationGate(communityId: string, author: string, event: NostrEvent, ahead?: Promise<Restriction>): Promise<void> {
+    const lookups = [ahead ?? this.moderation.restrictionOf(communityId, author)];
+    if (event.pubkey !== author) lookups.push(this.moderation.restrictionOf(communityId, event.pubkey));
+    const found = await Promise.all(lookups);
+    if (found.some((r) => r.kind === 'banned')) reject('blocked: you are banned from this community');
+    const until = Math.max(...found.map((r) => (r.kind === 'timed_out' ? r.untilSecs : 0)));
+    if (until > 0) reject(`restricted: you are timed out until ${until}`);
   }
 
   /** Open channels take posts from anyone in the community; private ones from members only. */

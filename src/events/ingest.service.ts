@@ -36,6 +36,12 @@ export interface IngestResult {
 export interface IngestContext {
   readonly communityId: string;
   readonly transport: 'ws' | 'http';
+  /**
+   * The session's authenticated key (NIP-42 or NIP-98): the writer the moderation gate holds
+   * responsible. An event's pubkey equals it, except a gift wrap's, signed by a throwaway key
+   * (relay.md §5.2 step 5).
+   */
+  readonly author: string;
 }
 
 const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
@@ -82,10 +88,10 @@ export class IngestService {
     // Before the signature check: what cannot be stored exactly is refused, never acknowledged.
     const text = checkStorableText(event);
     if (!text.ok) reject(text.reason);
-    // Issue 17: the author's ban/timeout lookup (a writer round trip) runs while the workers check
+    // The session author's ban/timeout lookup (a writer round trip) runs while the workers check
     // the signature, two hops in parallel instead of one after the other. moderationGate applies
     // its answer in its usual place, so every refusal before the gate still answers first.
-    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, event.pubkey) : undefined;
+    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, ctx.author) : undefined;
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -97,7 +103,7 @@ export class IngestService {
     if (event.kind === KIND.REPORT) return this.executed(event, await this.reports.execute(ctx.communityId, event));
     if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
     if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
-    await this.gates.moderationGate(ctx.communityId, event.pubkey, restriction);
+    await this.gates.moderationGate(ctx.communityId, ctx.author, event, restriction);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
     await this.gates.kindGate(ctx.communityId, event, channel.channelId);
@@ -287,13 +293,14 @@ export class IngestService {
 }
 
 /**
- * Whether the author's restriction is looked up beside the signature check. Not for the commands
- * (executed before the moderation gate, they check a ban themselves, `fresh`), nor for gift wraps:
- * their pubkey is not the authenticated author's, and a client must not make the relay read any
- * key it likes before a signature is checked (the gate looks a wrap's key up in its place).
+ * Whether the session author's restriction is looked up beside the signature check: for every
+ * kind but the commands (executed before the moderation gate, they check a ban themselves,
+ * `fresh`). The key looked up is the authenticated one, never one a client names, so an unsigned
+ * event cannot make the relay read any key it likes; a gift wrap's own signing key is looked up
+ * at the gate, after its signature.
  */
 function looksUpAhead(kind: number): boolean {
-  return kind !== KIND.GIFT_WRAP && kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
+  return kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
 }
 
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
