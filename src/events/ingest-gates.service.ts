@@ -12,6 +12,7 @@ import { ModerationRepository, Restriction } from '../moderation/moderation.repo
 import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
+import { TargetVisibility } from './target-visibility.service.js';
 
 /**
  * Kinds whose own validators decide channel access (§5.2 step 10). Beyond the spec's list,
@@ -37,6 +38,7 @@ export class IngestGates {
     private readonly channels: ChannelRepository,
     private readonly database: DatabaseService,
     private readonly events: EventWriteRepository,
+    private readonly targets: TargetVisibility,
   ) {}
 
   /**
@@ -85,8 +87,9 @@ export class IngestGates {
     if (shape) reject(shape);
     const targetId = kindTargetOf(event);
     if (targetId === undefined) return;
-    // The writer: a target stored a moment ago must be found, and an edit right decided on current data.
-    const target = await this.database.withWriter('authorization', (db) => this.events.findKindTarget(db, communityId, targetId));
+    // The writer: a target stored a moment ago must be found, and an edit right decided on current
+    // data. One the author may not read is answered as a missing one.
+    const target = await this.database.withWriter('authorization', async (db) => this.targets.seen(db, communityId, event.pubkey, await this.events.findKindTarget(db, communityId, targetId)));
     const refusal = kindTargetError(event, channelId, target);
     if (refusal) reject(refusal);
   }

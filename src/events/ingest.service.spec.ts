@@ -43,9 +43,9 @@ function pipeline() {
   });
   const command = { execute: jest.fn(async () => '') };
   const metrics = { eventsReceived: { inc: () => undefined }, eventsRejected: { inc: () => undefined } };
-  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never());
+  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never(), never());
   const verifier = { verify: () => verdict.promise } as unknown as SignatureVerifier;
-  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never);
+  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never, never());
   return { service, verdict, lookups, restrictionOf, command };
 }
 

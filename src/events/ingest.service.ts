@@ -22,7 +22,8 @@ import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
-import { reject, Rejection } from './rejection.js';
+import { reject, Rejection, TARGET_NOT_FOUND } from './rejection.js';
+import { TargetVisibility } from './target-visibility.service.js';
 import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
 import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
 import { ReportIntake } from './commands/report.commands.js';
@@ -67,6 +68,7 @@ export class IngestService {
     private readonly relayAdmin: RelayAdminCommands,
     private readonly moderationCommands: ModerationCommands,
     private readonly reports: ReportIntake,
+    private readonly targets: TargetVisibility,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -140,16 +142,27 @@ export class IngestService {
     if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
   }
 
+  /**
+   * A reaction or deletion takes its target's channel. A target its author may not read counts as
+   * missing (TargetVisibility): a reaction is refused as for a missing target, a deletion is a
+   * channel-less NIP-09 request that deletes nothing, both answered as for an id stored nowhere.
+   */
   private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
     const derived = deriveChannel(event);
     if (!derived.ok) return reject(derived.reason);
     const { fromTarget, fromCoordinate } = derived;
     if (fromTarget) {
-      const target = await this.onWriter((db) => this.repo.findTargetChannel(db, communityId, fromTarget));
-      if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
-      return { channelId: target ?? null };
+      const target = await this.onWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
+      if (target === undefined && event.kind === 7) reject(TARGET_NOT_FOUND.reaction);
+      return { channelId: target?.channelId ?? null };
     }
-    if (fromCoordinate) return { channelId: (await this.onWriter((db) => this.repo.findCoordinateChannel(db, communityId, fromCoordinate))) ?? null };
+    if (fromCoordinate) {
+      const target = await this.onWriter(async (db) => {
+        const channelId = await this.repo.findCoordinateChannel(db, communityId, fromCoordinate);
+        return this.targets.seen(db, communityId, event.pubkey, channelId === undefined ? undefined : { pubkey: fromCoordinate.pubkey, channelId });
+      });
+      return { channelId: target?.channelId ?? null };
+    }
     return derived;
   }
 
@@ -158,8 +171,12 @@ export class IngestService {
     const refs = threadRefsOf(event);
     if (!refs) return { parent: null, root: null, depth: 0 };
     const parent = await this.onWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
-    if (!parent) return reject('invalid: thread parent event not found');
-    if (parent.channel_id !== channelId) reject('invalid: thread parent is in another channel');
+    if (!parent) return reject(TARGET_NOT_FOUND.threadParent);
+    if (parent.channel_id !== channelId) {
+      // The reply's own channel passed the channel gate; a parent elsewhere is named only if readable.
+      const seen = await this.onWriter((db) => this.targets.seen(db, communityId, event.pubkey, { pubkey: parent.pubkey, channelId: parent.channel_id }));
+      reject(seen ? 'invalid: thread parent is in another channel' : TARGET_NOT_FOUND.threadParent);
+    }
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
     const root = parent.root_event_id
       ? { id: parent.root_event_id.toString('hex'), createdAt: Number(parent.root_event_created_at) }
