@@ -40,7 +40,7 @@ export class EventsController {
     // Gift wraps, the one exemption, are WebSocket-only and refused by ingest.
     const kind = (event as { kind?: unknown } | null)?.kind;
     if ((event as { pubkey?: unknown } | null)?.pubkey !== caller.pubkey && kind !== 1059) this.refuse(PUBKEY_MISMATCH);
-    const result = await this.ingest.ingest(event, { communityId: caller.communityId, transport: 'http' }).catch((err: unknown) => {
+    const result = await this.ingest.ingest(event, { communityId: caller.communityId, transport: 'http', author: caller.pubkey }).catch((err: unknown) => {
       this.metrics.eventsRejected.inc({ transport: 'http', reason: 'error' });
       throw err;
     });

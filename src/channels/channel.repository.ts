@@ -126,6 +126,19 @@ export class ChannelRepository {
     return row?.role;
   }
 
+  /** The current roles of the channel's owners and of `pubkeys`, in one statement, as `pubkey → role`. */
+  async ownersAnd(tx: Kysely<DB>, communityId: string, channelId: string, pubkeys: readonly string[]): Promise<Map<string, ChannelMemberRole>> {
+    const rows = await tx
+      .selectFrom('channel_members')
+      .select(['pubkey', 'role'])
+      .where('community_id', '=', communityId)
+      .where('channel_id', '=', channelId)
+      .where('removed_at', 'is', null)
+      .where((eb) => (pubkeys.length === 0 ? eb('role', '=', 'owner') : eb.or([eb('role', '=', 'owner'), eb('pubkey', 'in', pubkeys)])))
+      .execute();
+    return new Map(rows.map((r) => [r.pubkey, r.role]));
+  }
+
   /** Creates the channel; false when the id is already taken. */
   async create(tx: Kysely<DB>, communityId: string, ch: NewChannel): Promise<boolean> {
     const inserted = await tx

@@ -3,6 +3,7 @@ import { RelaySigner } from '../common/relay-signer.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { ChannelAccessService } from './channel-access.service.js';
+import { ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
 import { GroupCommandService } from './group-commands.service.js';
 import { GroupStateService } from './group-state.service.js';
@@ -19,6 +20,7 @@ import { ModerationModule } from '../moderation/moderation.module.js';
   providers: [
     ChannelRepository,
     ChannelAccessService,
+    ChannelRanks,
     GroupCommandService,
     GroupStateService,
     ReadAccessService,

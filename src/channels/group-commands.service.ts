@@ -2,12 +2,14 @@
  * NIP-29 management kinds, applied inside the transaction that stores the
  * command event, so the state change and its event commit together.
  *
- * Who may do what (docs/moderation.md, "NIP-29 groups"):
+ * Who may do what (docs/moderation.md, "NIP-29 groups" and "Ranks"), by the sender's rank in the
+ * channel (ChannelRanks, src/moderation/ranks.ts: a channel role, or relay-wide rank where it
+ * outranks every other owner of the channel):
  * - `admin` commands (9000 put-user, 9001 remove-user, 9002 edit-metadata, 9005 delete-event,
- *   9009 create-invite): the channel's owners and admins, and anyone with relay-wide authority
- *   ({@link RelayAuthority}: RELAY_OWNER_PUBKEY, RELAY_OPERATOR_PUBKEYS, NIP-43 owners/admins);
- * - `owner` commands (9008 delete-group; granting, changing or removing an `owner` role through
- *   9000/9001): the channel's owners and relay-wide authority;
+ *   9009 create-invite): channel admin rank or above;
+ * - `owner` commands (9008 delete-group; granting an `owner` role): channel owner rank or above;
+ * - changing or removing another current member: a rank above theirs; a role granted is at most
+ *   the sender's own rank;
  * - anyone: 9007 create (the creator becomes its owner), 9021 join (open channels, or a private
  *   one with an unspent invite code), 9022 leave.
  */
@@ -18,8 +20,9 @@ import { ChannelMemberRole, ChannelVisibility, DB } from '../database/database.t
 import { deletionTarget } from '../events/event-derivation.js';
 import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
 import { reject } from '../events/rejection.js';
+import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
+import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
-import { RelayAuthority } from '../moderation/relay-authority.service.js';
 
 export const GROUP_KINDS = {
   PUT_USER: 9000,
@@ -48,6 +51,10 @@ export const INVITE_LIMITS = {
 
 type Authority = 'admin' | 'owner';
 
+const ADMIN_REQUIRED = 'restricted: channel admin role required';
+const OWNER_REQUIRED = 'restricted: channel owner role required';
+const HIGHER_RANK = 'restricted: cannot act on a member of equal or higher rank';
+
 export interface GroupEffect {
   /** Pubkeys whose channel access changed (their cached access must be dropped). */
   readonly accessChanged: readonly string[] | 'everyone';
@@ -64,7 +71,7 @@ const NO_EFFECT: GroupEffect = { accessChanged: [], deletedIds: [], added: [], r
 export class GroupCommandService {
   constructor(
     private readonly channels: ChannelRepository,
-    private readonly authority: RelayAuthority,
+    private readonly ranks: ChannelRanks,
   ) {}
 
   isGroupCommand(kind: number): boolean {
@@ -146,32 +153,31 @@ export class GroupCommandService {
     return { ...NO_EFFECT, accessChanged: [ev.pubkey], removed: priv ? [ev.pubkey] : [] };
   }
 
-  /** 9000: adds members or changes roles; only an owner (or relay authority) grants or changes an `owner`. */
+  /** 9000: adds members or changes roles, each a role no higher than the sender's own rank. */
   private async putUsers(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    const granted = await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
+    const ranking = await this.require(tx, communityId, channelId, ev.pubkey, 'admin', pKeys(ev));
     const targets = pTargets(ev);
     for (const t of targets) if (!MEMBER_ROLES.has(t.role ?? 'member')) reject('invalid: unknown member role');
     const added: string[] = [];
     for (const t of targets) {
       const role = (t.role ?? 'member') as ChannelMemberRole;
-      const current = await this.channels.memberRole(communityId, channelId, t.pubkey, tx);
-      if ((role === 'owner' || current === 'owner') && granted !== 'owner') reject('restricted: channel owner role required');
-      if (current === undefined) added.push(t.pubkey);
+      if (channelRoleRank(role) > ranking.rankOf(ev.pubkey)) reject(OWNER_REQUIRED);
+      requireOutranks(ranking, ev.pubkey, t.pubkey);
+      if (!ranking.isMember(t.pubkey)) added.push(t.pubkey);
       await this.channels.upsertMember(tx, communityId, channelId, t.pubkey, role);
     }
     const priv = (await this.channels.find(communityId, channelId, tx))?.visibility === 'private';
     return { ...NO_EFFECT, accessChanged: targets.map((t) => t.pubkey), added: priv ? added : [] };
   }
 
-  /** 9001: removes members; removing an owner takes an owner (or relay authority). */
+  /** 9001: removes members of a lower rank than the sender's (or the sender itself). */
   private async removeUsers(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
-    const granted = await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
+    const ranking = await this.require(tx, communityId, channelId, ev.pubkey, 'admin', pKeys(ev));
     const targets = pTargets(ev);
     const removed: string[] = [];
     for (const t of targets) {
-      const current = await this.channels.memberRole(communityId, channelId, t.pubkey, tx);
-      if (current === 'owner' && granted !== 'owner') reject('restricted: channel owner role required');
-      if (current !== undefined) removed.push(t.pubkey);
+      requireOutranks(ranking, ev.pubkey, t.pubkey);
+      if (ranking.isMember(t.pubkey)) removed.push(t.pubkey);
       await this.channels.removeMember(tx, communityId, channelId, t.pubkey);
     }
     const priv = (await this.channels.find(communityId, channelId, tx))?.visibility === 'private';
@@ -229,17 +235,28 @@ export class GroupCommandService {
   }
 
   /**
-   * The sender's authority in the channel, at least `needed`: `owner` for a channel owner or relay
-   * authority, `admin` for a channel admin. Refuses otherwise.
+   * Requires the sender's rank in the channel to be at least channel `needed`; returns the ranks
+   * of the sender and of `targets`, read in this transaction.
    */
-  private async require(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, needed: Authority): Promise<Authority> {
+  private async require(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, needed: Authority, targets: readonly string[] = []): Promise<ChannelRanking> {
     const ch = await this.channels.find(communityId, channelId, tx);
     if (!ch) reject('invalid: channel not found');
-    const role = await this.channels.memberRole(communityId, channelId, pubkey, tx);
-    const granted: Authority | undefined = role === 'owner' || (await this.authority.holds(tx, communityId, pubkey)) ? 'owner' : role === 'admin' ? 'admin' : undefined;
-    if (granted === undefined || (needed === 'owner' && granted !== 'owner')) reject(needed === 'owner' ? 'restricted: channel owner role required' : 'restricted: channel admin role required');
-    return granted!;
+    const ranking = await this.ranks.of(tx, communityId, channelId, [pubkey, ...targets]);
+    if (ranking.rankOf(pubkey) < (needed === 'owner' ? RANK.channelOwner : RANK.channelAdmin)) reject(needed === 'owner' ? OWNER_REQUIRED : ADMIN_REQUIRED);
+    return ranking;
   }
+}
+
+/**
+ * Changing or removing a current member other than oneself takes a rank above theirs. A sender
+ * below channel owner rank acting on an owner-ranked key is told it needs the owner role.
+ */
+function requireOutranks(ranking: ChannelRanking, actor: string, target: string): void {
+  if (target === actor || !ranking.isMember(target)) return;
+  const mine = ranking.rankOf(actor);
+  const theirs = ranking.rankOf(target);
+  if (outranks(mine, theirs)) return;
+  reject(theirs >= RANK.channelOwner && mine < RANK.channelOwner ? OWNER_REQUIRED : HIGHER_RANK);
 }
 
 function tagValue(ev: NostrEvent, name: string): string | undefined {
@@ -269,4 +286,9 @@ function pTargets(ev: NostrEvent): Array<{ pubkey: string; role: string | undefi
   const targets = ev.tags.filter((t) => t[0] === 'p' && HEX64.test(t[1] ?? '')).map((t) => ({ pubkey: t[1], role: t[2] }));
   if (targets.length === 0) reject('invalid: command needs at least one p tag');
   return targets;
+}
+
+/** The well-formed `p` keys of a command, each once (their ranks are read before the tags are judged). */
+function pKeys(ev: NostrEvent): string[] {
+  return [...new Set(ev.tags.filter((t) => t[0] === 'p' && HEX64.test(t[1] ?? '')).map((t) => t[1]))];
 }

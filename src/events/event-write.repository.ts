@@ -46,6 +46,8 @@ const FLOOR_LOCK_SHARED = sql`pg_advisory_xact_lock_shared(${REPLICA_FLOOR_LOCK_
 export interface ParentThreadRow {
   event_id: Buffer;
   event_created_at: string;
+  /** The parent's author, hex. */
+  pubkey: string;
   channel_id: string;
   depth: number;
   root_event_id: Buffer | null;
@@ -143,7 +145,7 @@ export class EventWriteRepository {
 
   async findThreadParent(tx: Tx, communityId: string, idHex: string): Promise<ParentThreadRow | undefined> {
     const { rows } = await sql<ParentThreadRow>`
-      select t.event_id, extract(epoch from t.event_created_at)::bigint as event_created_at, t.channel_id, t.depth,
+      select t.event_id, extract(epoch from t.event_created_at)::bigint as event_created_at, encode(e.pubkey, 'hex') as pubkey, t.channel_id, t.depth,
              t.root_event_id, extract(epoch from t.root_event_created_at)::bigint as root_event_created_at
         from events e
         join thread_metadata t on t.community_id = e.community_id and t.event_created_at = e.created_at and t.event_id = e.id
@@ -152,13 +154,13 @@ export class EventWriteRepository {
     return rows[0];
   }
 
-  /** The channel of a live target event: undefined when absent, null when channel-less. */
-  async findTargetChannel(tx: Tx, communityId: string, idHex: string): Promise<string | null | undefined> {
-    const { rows } = await sql<{ channel_id: string | null }>`
-      select channel_id from events
+  /** The author and channel (null when channel-less) of a live target event; undefined when absent. */
+  async findTarget(tx: Tx, communityId: string, idHex: string): Promise<{ pubkey: string; channelId: string | null } | undefined> {
+    const { rows } = await sql<{ pubkey: string; channel_id: string | null }>`
+      select encode(pubkey, 'hex') as pubkey, channel_id from events
        where community_id = ${communityId}::uuid and id = decode(${idHex}, 'hex') and deleted_at is null
        limit 1`.execute(tx);
-    return rows.length === 0 ? undefined : rows[0].channel_id;
+    return rows[0] && { pubkey: rows[0].pubkey, channelId: rows[0].channel_id };
   }
 
   /**

@@ -7,6 +7,7 @@ import { RedisModule } from '../redis/redis.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
 import { IngestGates } from './ingest-gates.service.js';
+import { TargetVisibility } from './target-visibility.service.js';
 import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
@@ -27,6 +28,7 @@ import { ReportIntake } from './commands/report.commands.js';
   imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
   providers: [
     IngestGates,
+    TargetVisibility,
     SearchGate,
     SearchRepository,
     SearchService,

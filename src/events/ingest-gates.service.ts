@@ -12,6 +12,7 @@ import { ModerationRepository, Restriction } from '../moderation/moderation.repo
 import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
+import { TargetVisibility } from './target-visibility.service.js';
 
 /**
  * Kinds whose own validators decide channel access (§5.2 step 10). Beyond the spec's list,
@@ -37,6 +38,7 @@ export class IngestGates {
     private readonly channels: ChannelRepository,
     private readonly database: DatabaseService,
     private readonly events: EventWriteRepository,
+    private readonly targets: TargetVisibility,
   ) {}
 
   /**
@@ -50,11 +52,20 @@ export class IngestGates {
     return lookup;
   }
 
-  /** `ahead`: the lookup restrictionAhead started for this author; without it the gate reads now. */
-  async moderationGate(communityId: string, pubkey: string, ahead?: Promise<Restriction>): Promise<void> {
-    const r = await (ahead ?? this.moderation.restrictionOf(communityId, pubkey));
-    if (r.kind === 'banned') reject('blocked: you are banned from this community');
-    if (r.kind === 'timed_out') reject(`restricted: you are timed out until ${r.untilSecs}`);
+  /**
+   * A ban or timeout of the session's author refuses every write that reaches this gate. The author
+   * is the authenticated key, so a gift wrap (signed by a throwaway key) is its sender's write like
+   * any other; the wrap's own key is checked as well, so a banned key cannot publish wraps it
+   * signed through another session. `ahead`: the lookup restrictionAhead started for `author`;
+   * without it the gate reads now.
+   */
+  async moderationGate(communityId: string, author: string, event: NostrEvent, ahead?: Promise<Restriction>): Promise<void> {
+    const lookups = [ahead ?? this.moderation.restrictionOf(communityId, author)];
+    if (event.pubkey !== author) lookups.push(this.moderation.restrictionOf(communityId, event.pubkey));
+    const found = await Promise.all(lookups);
+    if (found.some((r) => r.kind === 'banned')) reject('blocked: you are banned from this community');
+    const until = Math.max(...found.map((r) => (r.kind === 'timed_out' ? r.untilSecs : 0)));
+    if (until > 0) reject(`restricted: you are timed out until ${until}`);
   }
 
   /** Open channels take posts from anyone in the community; private ones from members only. */
@@ -76,8 +87,9 @@ export class IngestGates {
     if (shape) reject(shape);
     const targetId = kindTargetOf(event);
     if (targetId === undefined) return;
-    // The writer: a target stored a moment ago must be found, and an edit right decided on current data.
-    const target = await this.database.withWriter('authorization', (db) => this.events.findKindTarget(db, communityId, targetId));
+    // The writer: a target stored a moment ago must be found, and an edit right decided on current
+    // data. One the author may not read is answered as a missing one.
+    const target = await this.database.withWriter('authorization', async (db) => this.targets.seen(db, communityId, event.pubkey, await this.events.findKindTarget(db, communityId, targetId)));
     const refusal = kindTargetError(event, channelId, target);
     if (refusal) reject(refusal);
   }

@@ -4,7 +4,7 @@
  * start it, that the gate applies its answer after the verdict, and what a failed lookup does.
  */
 import { jest } from '@jest/globals';
-import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
+import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure';
 import { NostrEvent } from '../common/nostr.types.js';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { IngestGates } from './ingest-gates.service.js';
@@ -12,8 +12,8 @@ import { IngestContext, IngestService } from './ingest.service.js';
 import { KIND } from './kinds.js';
 import { REASON_BAD_SIGNATURE, SignatureVerifier, VerifyResult } from './signature-verifier.js';
 
-const ctx: IngestContext = { communityId: '00000000-0000-4000-8000-000000000001', transport: 'ws' };
 const author = generateSecretKey();
+const ctx: IngestContext = { communityId: '00000000-0000-4000-8000-000000000001', transport: 'ws', author: getPublicKey(author) };
 const sign = (kind: number, tags: string[][] = []): NostrEvent => finalizeEvent({ kind, created_at: Math.floor(Date.now() / 1000), tags, content: 'x' }, author);
 
 interface Deferred<T> {
@@ -43,9 +43,9 @@ function pipeline() {
   });
   const command = { execute: jest.fn(async () => '') };
   const metrics = { eventsReceived: { inc: () => undefined }, eventsRejected: { inc: () => undefined } };
-  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never());
+  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never(), never());
   const verifier = { verify: () => verdict.promise } as unknown as SignatureVerifier;
-  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never);
+  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never, never());
   return { service, verdict, lookups, restrictionOf, command };
 }
 
@@ -88,14 +88,27 @@ describe('the restriction lookup beside the signature check', () => {
     expect(await answer).toMatchObject({ accepted: false, message: REASON_BAD_SIGNATURE });
   });
 
-  it('is not started for a gift wrap: the gate looks the wrap key up after the verdict, as before', async () => {
+  it('looks the session author up ahead for a gift wrap, and the wrap key only after the verdict', async () => {
     const p = pipeline();
-    const answer = p.service.ingest(sign(KIND.GIFT_WRAP, [['p', 'a'.repeat(64)]]), ctx);
-    expect(p.restrictionOf).not.toHaveBeenCalled();
+    const wrapKey = generateSecretKey();
+    const wrap = finalizeEvent({ kind: KIND.GIFT_WRAP, created_at: Math.floor(Date.now() / 1000), tags: [['p', 'a'.repeat(64)]], content: 'x' }, wrapKey);
+    const answer = p.service.ingest(wrap, ctx);
+    expect(p.restrictionOf.mock.calls).toEqual([[ctx.communityId, ctx.author]]);
+    p.lookups[0].resolve({ kind: 'timed_out', untilSecs: 2_000_000_000 });
     p.verdict.resolve({ ok: true });
     await settle();
-    expect(p.restrictionOf).toHaveBeenCalledTimes(1);
-    p.lookups[0].resolve({ kind: 'banned' });
+    expect(p.restrictionOf.mock.calls).toEqual([[ctx.communityId, ctx.author], [ctx.communityId, getPublicKey(wrapKey)]]);
+    p.lookups[1].resolve({ kind: 'none' });
+    expect(await answer).toMatchObject({ accepted: false, message: 'restricted: you are timed out until 2000000000' });
+  });
+
+  it('refuses a gift wrap whose signing key is banned, on any session', async () => {
+    const p = pipeline();
+    const answer = p.service.ingest(finalizeEvent({ kind: KIND.GIFT_WRAP, created_at: Math.floor(Date.now() / 1000), tags: [['p', 'a'.repeat(64)]], content: 'x' }, generateSecretKey()), ctx);
+    p.lookups[0].resolve({ kind: 'none' });
+    p.verdict.resolve({ ok: true });
+    await settle();
+    p.lookups[1].resolve({ kind: 'banned' });
     expect(await answer).toMatchObject({ accepted: false, message: 'blocked: you are banned from this community' });
   });
 

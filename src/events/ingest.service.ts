@@ -22,7 +22,8 @@ import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
-import { reject, Rejection } from './rejection.js';
+import { reject, Rejection, TARGET_NOT_FOUND } from './rejection.js';
+import { TargetVisibility } from './target-visibility.service.js';
 import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
 import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
 import { ReportIntake } from './commands/report.commands.js';
@@ -36,6 +37,12 @@ export interface IngestResult {
 export interface IngestContext {
   readonly communityId: string;
   readonly transport: 'ws' | 'http';
+  /**
+   * The session's authenticated key (NIP-42 or NIP-98): the writer the moderation gate holds
+   * responsible. An event's pubkey equals it, except a gift wrap's, signed by a throwaway key
+   * (relay.md §5.2 step 5).
+   */
+  readonly author: string;
 }
 
 const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
@@ -61,6 +68,7 @@ export class IngestService {
     private readonly relayAdmin: RelayAdminCommands,
     private readonly moderationCommands: ModerationCommands,
     private readonly reports: ReportIntake,
+    private readonly targets: TargetVisibility,
   ) {}
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
@@ -82,10 +90,10 @@ export class IngestService {
     // Before the signature check: what cannot be stored exactly is refused, never acknowledged.
     const text = checkStorableText(event);
     if (!text.ok) reject(text.reason);
-    // Issue 17: the author's ban/timeout lookup (a writer round trip) runs while the workers check
+    // The session author's ban/timeout lookup (a writer round trip) runs while the workers check
     // the signature, two hops in parallel instead of one after the other. moderationGate applies
     // its answer in its usual place, so every refusal before the gate still answers first.
-    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, event.pubkey) : undefined;
+    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, ctx.author) : undefined;
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -97,7 +105,7 @@ export class IngestService {
     if (event.kind === KIND.REPORT) return this.executed(event, await this.reports.execute(ctx.communityId, event));
     if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
     if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
-    await this.gates.moderationGate(ctx.communityId, event.pubkey, restriction);
+    await this.gates.moderationGate(ctx.communityId, ctx.author, event, restriction);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
     await this.gates.kindGate(ctx.communityId, event, channel.channelId);
@@ -134,16 +142,27 @@ export class IngestService {
     if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
   }
 
+  /**
+   * A reaction or deletion takes its target's channel. A target its author may not read counts as
+   * missing (TargetVisibility): a reaction is refused as for a missing target, a deletion is a
+   * channel-less NIP-09 request that deletes nothing, both answered as for an id stored nowhere.
+   */
   private async channelOf(event: NostrEvent, communityId: string): Promise<{ channelId: string | null }> {
     const derived = deriveChannel(event);
     if (!derived.ok) return reject(derived.reason);
     const { fromTarget, fromCoordinate } = derived;
     if (fromTarget) {
-      const target = await this.onWriter((db) => this.repo.findTargetChannel(db, communityId, fromTarget));
-      if (target === undefined && event.kind === 7) reject('invalid: reaction target event not found');
-      return { channelId: target ?? null };
+      const target = await this.onWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
+      if (target === undefined && event.kind === 7) reject(TARGET_NOT_FOUND.reaction);
+      return { channelId: target?.channelId ?? null };
     }
-    if (fromCoordinate) return { channelId: (await this.onWriter((db) => this.repo.findCoordinateChannel(db, communityId, fromCoordinate))) ?? null };
+    if (fromCoordinate) {
+      const target = await this.onWriter(async (db) => {
+        const channelId = await this.repo.findCoordinateChannel(db, communityId, fromCoordinate);
+        return this.targets.seen(db, communityId, event.pubkey, channelId === undefined ? undefined : { pubkey: fromCoordinate.pubkey, channelId });
+      });
+      return { channelId: target?.channelId ?? null };
+    }
     return derived;
   }
 
@@ -152,8 +171,12 @@ export class IngestService {
     const refs = threadRefsOf(event);
     if (!refs) return { parent: null, root: null, depth: 0 };
     const parent = await this.onWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
-    if (!parent) return reject('invalid: thread parent event not found');
-    if (parent.channel_id !== channelId) reject('invalid: thread parent is in another channel');
+    if (!parent) return reject(TARGET_NOT_FOUND.threadParent);
+    if (parent.channel_id !== channelId) {
+      // The reply's own channel passed the channel gate; a parent elsewhere is named only if readable.
+      const seen = await this.onWriter((db) => this.targets.seen(db, communityId, event.pubkey, { pubkey: parent.pubkey, channelId: parent.channel_id }));
+      reject(seen ? 'invalid: thread parent is in another channel' : TARGET_NOT_FOUND.threadParent);
+    }
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
     const root = parent.root_event_id
       ? { id: parent.root_event_id.toString('hex'), createdAt: Number(parent.root_event_created_at) }
@@ -287,13 +310,14 @@ export class IngestService {
 }
 
 /**
- * Whether the author's restriction is looked up beside the signature check. Not for the commands
- * (executed before the moderation gate, they check a ban themselves, `fresh`), nor for gift wraps:
- * their pubkey is not the authenticated author's, and a client must not make the relay read any
- * key it likes before a signature is checked (the gate looks a wrap's key up in its place).
+ * Whether the session author's restriction is looked up beside the signature check: for every
+ * kind but the commands (executed before the moderation gate, they check a ban themselves,
+ * `fresh`). The key looked up is the authenticated one, never one a client names, so an unsigned
+ * event cannot make the relay read any key it likes; a gift wrap's own signing key is looked up
+ * at the gate, after its signature.
  */
 function looksUpAhead(kind: number): boolean {
-  return kind !== KIND.GIFT_WRAP && kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
+  return kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
 }
 
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {

@@ -6,6 +6,7 @@
 import { NostrEvent } from '../common/nostr.types.js';
 import { lastHexTag } from './event-derivation.js';
 import { KIND } from './kinds.js';
+import { TARGET_NOT_FOUND } from './rejection.js';
 
 /** Diff content cap, UTF-8 bytes: the spec's "≤60 KB" read as 60 KiB. */
 export const MAX_DIFF_CONTENT_BYTES = 60 * 1024;
@@ -47,11 +48,12 @@ export function kindTargetOf(event: NostrEvent): string | undefined {
 /**
  * An edit's target must be a live message in the edit's channel, written by the editor or by an
  * agent whose recorded owner is the editor. A vote's target must be a forum post or comment in
- * the vote's channel. `target` is undefined when no live event of this community has the id.
+ * the vote's channel. `target` is undefined when no live event of this community has the id, or
+ * when the author may not read it (TargetVisibility): both get the same answer.
  */
 export function kindTargetError(event: NostrEvent, channelId: string | null, target: KindTarget | undefined): string | undefined {
   if (event.kind === KIND.STREAM_MESSAGE_EDIT) {
-    if (!target) return 'invalid: edited message not found';
+    if (!target) return TARGET_NOT_FOUND.edit;
     if (target.channelId !== channelId) return "invalid: edit must be in the edited message's channel";
     if (target.pubkey !== event.pubkey && target.authorOwner !== event.pubkey) {
       return 'restricted: only the author or its owner can edit a message';

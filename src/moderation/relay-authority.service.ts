@@ -10,14 +10,10 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { DB, RelayMemberRole } from '../database/database.types.js';
 import { RelayMembershipRepository } from './relay-membership.repository.js';
 
+import { Rank, relayRank } from './ranks.js';
+
 /** `owner` covers the configured owner, operators and owner rows: they hold the same powers. */
 export type Authority = 'owner' | 'admin' | 'member' | 'none';
-
-const RANK: Record<Authority, number> = { owner: 3, admin: 2, member: 1, none: 0 };
-
-export function outranks(actor: Authority, target: Authority): boolean {
-  return RANK[actor] > RANK[target];
-}
 
 @Injectable()
 export class RelayAuthority {
@@ -35,14 +31,10 @@ export class RelayAuthority {
     return pubkey === this.config.relayOwnerPubkey;
   }
 
-  /**
-   * Relay-wide authority over the community's channels (NIP-29 admin commands in every channel,
-   * member or not): the configured owner and operators, and NIP-43 owners and admins. Read in
-   * the caller's (writer) transaction.
-   */
-  async holds(db: Kysely<DB>, communityId: string, pubkey: string): Promise<boolean> {
-    const { authority } = await this.of(db, communityId, pubkey);
-    return authority === 'owner' || authority === 'admin';
+  /** The relay rank (ranks.ts) of each key, in one statement, read in the caller's (writer) transaction. */
+  async ranks(db: Kysely<DB>, communityId: string, pubkeys: readonly string[]): Promise<Map<string, Rank>> {
+    const rows = await this.members.rolesOf(db, communityId, [...new Set(pubkeys)]);
+    return new Map(pubkeys.map((pk) => [pk, relayRank(this.isConfigured(pk) ? 'owner' : (rows.get(pk) ?? 'none'))]));
   }
 
   async of(db: Kysely<DB>, communityId: string, pubkey: string): Promise<{ authority: Authority; row: RelayMemberRole | undefined }> {

@@ -37,6 +37,19 @@ export class RelayMembershipRepository {
     return row?.role;
   }
 
+  /** roleOf for several keys in one statement (rows locked likewise); keys without a row are absent. */
+  async rolesOf(db: Kysely<DB>, communityId: string, pubkeys: readonly string[]): Promise<Map<string, RelayMemberRole>> {
+    if (pubkeys.length === 0) return new Map();
+    const rows = await db
+      .selectFrom('relay_members')
+      .select(['pubkey', 'role'])
+      .where('community_id', '=', communityId)
+      .where('pubkey', 'in', pubkeys)
+      .forShare()
+      .execute();
+    return new Map(rows.map((r) => [r.pubkey, r.role]));
+  }
+
   /** Adds the pubkey unless it is a member already (an existing role is never overwritten). */
   async insertMember(db: Kysely<DB>, communityId: string, pubkey: string, role: RelayMemberRole, addedBy: string | null): Promise<boolean> {
     const row = await db

@@ -34,7 +34,7 @@ export class EventHandler {
     }
     const started = process.hrtime.bigint();
     try {
-      const run = await this.gate.run(() => this.ingest.ingest(raw, { communityId: conn.communityId, transport: 'ws' }));
+      const run = await this.gate.run(() => this.ingest.ingest(raw, { communityId: conn.communityId, transport: 'ws', author: conn.pubkey! }));
       if (!run.admitted) {
         conn.send(['OK', id, false, handlerRefusalReason(run.refusal)]);
         return;

@@ -153,12 +153,14 @@ describe('NIP-29 admin commands: who may run them', () => {
     expect(await roleOf(ch, bob.pubkey)).toBe('none');
   });
 
-  it('the channel owner may grant owner', async () => {
+  it('the channel owner may grant owner; a co-owner is its peer, so relay authority takes it back', async () => {
     expect(await cmd(alice, 9000, ch, [['p', dave.pubkey, 'owner']])).toEqual([true, '']);
     expect(await roleOf(ch, dave.pubkey)).toBe('owner');
     // Its own content: beforeAll sent the same tags, and within one second the same event id
     // would be a NIP-01 duplicate.
-    expect(await cmd(alice, 9000, ch, [['p', dave.pubkey, 'admin']], 'back to admin')).toEqual([true, '']);
+    expect(await cmd(alice, 9000, ch, [['p', dave.pubkey, 'admin']], 'back to admin')).toEqual([false, 'restricted: cannot act on a member of equal or higher rank']);
+    expect(await cmd(owner, 9000, ch, [['p', dave.pubkey, 'admin']], 'back to admin')).toEqual([true, '']);
+    expect(await roleOf(ch, dave.pubkey)).toBe('admin');
   });
 
   it.each([

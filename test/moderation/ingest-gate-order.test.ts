@@ -10,8 +10,9 @@
  * periodic re-check far beyond the test, so the pod never hears of them: the socket stays open and
  * the ingest gate, which reads the writer, is the one that answers.
  */
+import { randomUUID } from 'node:crypto';
 import type { VerifiedEvent } from 'nostr-tools/pure';
-import { Identity, newIdentity, RawClient, wire } from '../harness/nostr-clients.js';
+import { Identity, newIdentity, nip98Header, RawClient, wire } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { CommandSession, nowSecs } from './command-session.js';
 
@@ -109,3 +110,83 @@ describe('a timed-out author', () => {
     expect(await stored(note.id)).toBe(false);
   });
 });
+
+/**
+ * What a timeout blocks (docs/moderation.md, relay.md §5.2 step 8): every write but the commands
+ * and reports that run before the gate. The author is the session's authenticated key: a gift wrap
+ * (1059), signed by a throwaway key, is the session's write and is refused like any other.
+ */
+describe('a timeout blocks every write kind of the timed-out session', () => {
+  const carol = newIdentity();
+  const tim = newIdentity();
+  let t: RawClient;
+  let until: number;
+  let openChannel: string;
+  let own: VerifiedEvent;
+  let theirs: VerifiedEvent;
+
+  beforeAll(async () => {
+    const c = await session.connect(carol);
+    openChannel = randomUUID();
+    expect(await c.publish(carol.sign({ kind: 9007, tags: [['h', openChannel], ['name', 'open'], ['visibility', 'open']] }))).toEqual([true, '']);
+    theirs = carol.sign({ kind: 9, content: 'carol', tags: [['h', openChannel]] });
+    expect(await c.publish(theirs)).toEqual([true, '']);
+    t = await session.connect(tim);
+    own = tim.sign({ kind: 9, content: 'before', tags: [['h', openChannel]] });
+    expect(await t.publish(own)).toEqual([true, '']);
+    until = await timeOut(tim);
+  });
+
+  it('refuses a gift wrap sent on the timed-out session, whatever key signed the wrap', async () => {
+    const wrap = newIdentity().sign({ kind: 1059, tags: [['p', carol.pubkey]], content: 'sealed' });
+    expect(await t.publish(wrap)).toEqual([false, `restricted: you are timed out until ${until}`]);
+    expect(await stored(wrap.id)).toBe(false);
+  });
+
+  it('refuses every other kind a member writes, on the socket and over POST /events', async () => {
+    const attempts: VerifiedEvent[] = [
+      tim.sign({ kind: 0, content: '{}' }),
+      tim.sign({ kind: 1, content: 'note' }),
+      tim.sign({ kind: 9, content: 'message', tags: [['h', openChannel]] }),
+      tim.sign({ kind: 9, content: 'reply', tags: [['h', openChannel], ['e', theirs.id, '', 'reply']] }),
+      tim.sign({ kind: 7, content: '+', tags: [['e', theirs.id]] }),
+      tim.sign({ kind: 5, tags: [['e', own.id]] }),
+      tim.sign({ kind: 40003, content: 'edited', tags: [['h', openChannel], ['e', own.id]] }),
+      tim.sign({ kind: 9007, tags: [['h', randomUUID()], ['name', 'mine']] }),
+      tim.sign({ kind: 9021, tags: [['h', openChannel]] }),
+      tim.sign({ kind: 9022, tags: [['h', openChannel]] }),
+      tim.sign({ kind: 20002, tags: [['h', openChannel]] }),
+    ];
+    for (const ev of attempts) {
+      expect([ev.kind, await t.publish(ev)]).toEqual([ev.kind, [false, `restricted: you are timed out until ${until}`]]);
+      expect(await stored(ev.id)).toBe(false);
+    }
+    const note = tim.sign({ kind: 1, content: 'over http' });
+    const body = JSON.stringify(note);
+    const url = `${fixture.relay.httpUrl}/events`;
+    const res = await fetch(url, { method: 'POST', headers: { authorization: nip98Header(tim, url, body, undefined, true) }, body });
+    expect([res.status, await res.json()]).toEqual([403, { error: `restricted: you are timed out until ${until}` }]);
+    expect(await stored(note.id)).toBe(false);
+    expect(await deletedAt(own.id)).toBeNull();
+  });
+
+  it('still takes the writes that run before the gate: a report', async () => {
+    const report = tim.sign({ kind: 1984, content: 'spam', tags: [['p', carol.pubkey], ['e', theirs.id, 'spam']] });
+    expect(await t.publish(report)).toEqual([true, '']);
+  });
+});
+
+describe('a banned session that the pod has not closed yet', () => {
+  it('is blocked on a gift wrap signed by any key', async () => {
+    const mallory = newIdentity();
+    const m = await connectThenBan(mallory);
+    const wrap = newIdentity().sign({ kind: 1059, tags: [['p', newIdentity().pubkey]], content: 'sealed' });
+    expect(await m.publish(wrap)).toEqual([false, BANNED]);
+    expect(await stored(wrap.id)).toBe(false);
+  });
+});
+
+async function deletedAt(id: string): Promise<Date | null> {
+  const { rows } = await fixture.writer.query<{ deleted_at: Date | null }>('select deleted_at from events where id = $1', [Buffer.from(id, 'hex')]);
+  return rows[0].deleted_at;
+}

@@ -3,7 +3,7 @@
  * resolve a report. They are executed directly and never stored, and they run before the ingest
  * moderation gate, so a timed-out moderator can still lift a timeout (a banned one cannot act at
  * all). Moderators are the configured owner, operators, and relay owners and admins; a moderator
- * acts only on keys of a lower rank (docs/moderation.md). Each change and its audit row
+ * acts only on keys of a lower rank (ranks.ts, docs/moderation.md). Each change and its audit row
  * (`moderation_actions`) commit in one transaction. A ban reaches open sockets through BanNotices
  * (this pod) and the Redis bridge (the others). 9044 closes a queued report (report.commands.ts)
  * as resolved or dismissed, once; it records the decision and enforces nothing itself.
@@ -15,7 +15,8 @@ import { DB } from '../../database/database.types.js';
 import { BanNotices } from '../../moderation/ban-notices.js';
 import { ModerationQueueRepository, NewAction } from '../../moderation/moderation-queue.repository.js';
 import { ModerationRepository } from '../../moderation/moderation.repository.js';
-import { Authority, outranks, RelayAuthority } from '../../moderation/relay-authority.service.js';
+import { outranks, RANK, relayRank } from '../../moderation/ranks.js';
+import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { KIND } from '../kinds.js';
 import { reject } from '../rejection.js';
@@ -168,8 +169,10 @@ export class ModerationCommands {
     if (who !== 'owner' && who !== 'admin') reject(MODERATOR_REQUIRED);
     if (target === undefined) return;
     if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot moderate yourself');
-    const theirs = (await authorityOf(target)).authority;
-    if (!outranks(who, theirs) || (actor === 'operator' && this.authority.isConfigured(target))) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
+    const theirs = relayRank((await authorityOf(target)).authority);
+    // The CLI acts as an owner, yet never on a configured key.
+    const mine = actor === 'operator' && this.authority.isConfigured(target) ? RANK.none : relayRank(who);
+    if (!outranks(mine, theirs)) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
   }
 }
 

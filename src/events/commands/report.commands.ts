@@ -7,11 +7,11 @@
  * a key. A target the reporter cannot read is "not found", like a missing one. An `x` (media blob) target cannot resolve: this relay keeps no media.
  */
 import { Injectable } from '@nestjs/common';
-import { ChannelAccessService } from '../../channels/channel-access.service.js';
 import { NostrEvent } from '../../common/nostr.types.js';
 import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
-import { reject } from '../rejection.js';
+import { reject, TARGET_NOT_FOUND } from '../rejection.js';
+import { TargetVisibility } from '../target-visibility.service.js';
 
 /** NIP-56 report types, the third element of the target tag. */
 export const REPORT_TYPES: ReadonlySet<string> = new Set(['illegal', 'nudity', 'malware', 'spam', 'impersonation', 'profanity', 'other']);
@@ -22,7 +22,7 @@ export class ReportIntake {
   constructor(
     private readonly queue: ModerationQueueRepository,
     private readonly events: EventWriteRepository,
-    private readonly access: ChannelAccessService,
+    private readonly targets: TargetVisibility,
   ) {}
 
   /** Queues the report; resolves with the OK message or throws a Rejection. */
@@ -41,11 +41,9 @@ export class ReportIntake {
     if (e.length === 1) {
       const targetEventId = hex32(e[0][1], 'e tag event id');
       const reportType = reportTypeOf(e[0]);
-      const target = await this.queue.onWriter('authorization', (db) => this.events.findKindTarget(db, communityId, targetEventId));
-      // A target in a channel the reporter cannot read answers exactly like a missing one, so a
-      // report is not an oracle for which ids exist in private channels.
-      const readable = target !== undefined && (target.channelId === null || (await this.access.canRead(communityId, target.channelId, event.pubkey)));
-      if (!readable) reject('invalid: report target event not found');
+      // A target in a channel the reporter cannot read answers exactly like a missing one.
+      const target = await this.queue.onWriter('authorization', async (db) => this.targets.seen(db, communityId, event.pubkey, await this.events.findKindTarget(db, communityId, targetEventId)));
+      if (target === undefined) reject(TARGET_NOT_FOUND.report);
       report = { ...base, targetKind: 'event', targetPubkey: target.pubkey, targetEventId, channelId: target.channelId, reportType };
     } else if (x.length === 1) {
       hex32(x[0][1], 'x tag sha256');
