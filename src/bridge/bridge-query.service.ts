@@ -123,7 +123,7 @@ export class BridgeQueryService {
   private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
     const out: NostrEvent[] = [];
     const ctx = { path: 'bridge_query' as const, reader: reader.pubkey, honourConsistency: true, offset: catchAllParams(f).offset, signal: reader.signal };
-    for await (const batch of this.queries.history(scope, [f], false, ctx)) out.push(...batch.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
+    for await (const batch of this.queries.history(scope, [f], false, ctx)) out.push(...batch.events.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
     return out;
   }
 

@@ -4,6 +4,8 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     readonly body?: Record<string, unknown>,
+    /** Sent as `Retry-After` (seconds) when set: the refusal is for now, not for good. */
+    readonly retryAfterSecs?: number,
   ) {
     super(message);
     this.name = 'HttpError';

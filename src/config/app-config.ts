@@ -3,6 +3,8 @@
  * loader turns the environment into a validated, typed, frozen value, and a bad
  * value stops start-up with a message naming the variable and what it accepts.
  */
+import { getHeapStatistics } from 'node:v8';
+import { MEMORY_SHARES } from '../memory/memory-budget.js';
 import proxyaddr from '@fastify/proxy-addr';
 import { ConfigError, EnvReader } from './env-reader.js';
 
@@ -69,8 +71,17 @@ export interface RelayLimits {
   readonly sendBuffer: number;
   /** Output bytes queued per connection before its sends count as full. */
   readonly sendBufferBytes: number;
-  /** Output bytes queued across all connections before the largest holders are cut off. */
+  /**
+   * `BUZZ_SEND_BUFFER_TOTAL_BYTES`: output bytes queued across all connections before the largest
+   * holders are cut off. Unset: the output part of the memory budget (src/memory).
+   */
   readonly sendBufferTotalBytes: number;
+  /**
+   * `BUZZ_MEMORY_BUDGET_BYTES` (16 MiB..1 TiB; default half of the V8 heap limit the process runs
+   * with): what client-driven memory may use in all (held frames, subscription filters, history
+   * rows, search candidates, queued output). Work past it is refused, never an out-of-memory crash.
+   */
+  readonly memoryBudgetBytes: number;
   readonly maxFrameBytes: number;
   readonly slowClientGraceLimit: number;
 }
@@ -277,12 +288,18 @@ export const DEFAULT_METRICS_PORT = 9102;
 
 export { ConfigError };
 
+/** Half the V8 heap limit this process runs with (`--max-old-space-size` included). */
+export function defaultMemoryBudgetBytes(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit / 2);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   const r = new EnvReader(env);
   if (r.present('BUZZ_REPLICA_HEAD_MAX_AGE_SECS')) {
     r.fail('BUZZ_REPLICA_HEAD_MAX_AGE_SECS', 'was renamed to BUZZ_REPLICA_READ_MAX_AGE_MS (milliseconds); remove it');
   }
   const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
+  const memoryBudgetBytes = r.int('BUZZ_MEMORY_BUDGET_BYTES', defaultMemoryBudgetBytes(), 16 * MIB, 1024 * 1024 * MIB);
   const bind = parseBind(r);
   const config: AppConfig = {
     host: bind.host,
@@ -321,7 +338,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       maxConcurrentHandlers: r.int('BUZZ_MAX_CONCURRENT_HANDLERS', 1024, 1, 1_000_000),
       sendBuffer: r.int('BUZZ_SEND_BUFFER', 1000, 1, 1_000_000),
       sendBufferBytes: r.int('BUZZ_SEND_BUFFER_BYTES', 16 * MIB, 64 * 1024, 1024 * MIB),
-      sendBufferTotalBytes: r.int('BUZZ_SEND_BUFFER_TOTAL_BYTES', 256 * MIB, MIB, 64 * 1024 * MIB),
+      sendBufferTotalBytes: r.int('BUZZ_SEND_BUFFER_TOTAL_BYTES', Math.floor(memoryBudgetBytes * MEMORY_SHARES.output), MIB, 64 * 1024 * MIB),
+      memoryBudgetBytes,
       maxFrameBytes: r.int('BUZZ_MAX_FRAME_BYTES', 524_288, 1, 64 * 1024 * 1024),
       slowClientGraceLimit: r.int('BUZZ_SLOW_CLIENT_GRACE_LIMIT', 15, 1, 1_000_000),
     },

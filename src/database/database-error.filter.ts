@@ -37,6 +37,7 @@ export class DatabaseErrorFilter implements ExceptionFilter {
     if (isObserved(req)) annotateRequest(req, logFields(exception, status, body));
     else if (status === 500) this.logger.error({ err: exception }, 'internal error');
     if (status === READ_SHARE_ANSWER[0] && body === READ_SHARE_ANSWER[1]) void reply.header('retry-after', READ_SHARE_RETRY_AFTER_SECS);
+    else if (exception instanceof HttpError && exception.retryAfterSecs !== undefined) void reply.header('retry-after', String(exception.retryAfterSecs));
     void reply.status(status).header('content-type', 'application/json').send(JSON.stringify(body));
   }
 

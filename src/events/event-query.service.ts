@@ -9,7 +9,7 @@
  * `/query` filters that carry `"consistency": "strong"`. A call without a HistoryContext is a
  * writer-pinned read too (internal callers that have not been classified as routed).
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
@@ -19,11 +19,13 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric } from './event-read.queries.js';
-import { EventReadRepository } from './event-read.repository.js';
+import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from './filter.js';
 import { HistoryFlights } from './history-flights.js';
 import { VISIBILITY_GATED_KINDS } from './kinds.js';
 import { ReadScope } from './read-scope.js';
+import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
+import { eventHeapBytes, HEAP_BYTES_PER_TEXT_BYTE } from './stored-event.js';
 
 export const FILTER_QUERY_CONCURRENCY = 4;
 /**
@@ -36,6 +38,28 @@ export const FILTER_QUERY_CONCURRENCY = 4;
 export const FLIGHT_MAX_TERMS = 64;
 export const FLIGHT_MAX_KEY_CHARS = 4096;
 export const CHANNEL_METADATA_KIND = 39000;
+/**
+ * The memory one filter's page may take (the `history` pool): Postgres sends at most a third of it
+ * (byteCapped, HEAP_BYTES_PER_TEXT_BYTE), the rest is what the rows cost beyond their bytes. A page over larger
+ * events is cut short, as NIP-01 allows; clients page on with `until`.
+ */
+export const HISTORY_PAGE_LEASE_BYTES = 1024 * 1024;
+/** Below this a page is not worth reading: the read is refused for memory instead. */
+export const HISTORY_PAGE_MIN_LEASE_BYTES = 64 * 1024;
+/** How long a history read waits for the `history` pool to have room before it is refused. */
+export const HISTORY_MEMORY_WAIT_MS = 3000;
+
+/** A page as one caller read it: the lease of its rows' memory when this caller's read ran (not a shared one's). */
+interface PageRead {
+  readonly page: HistoryPage;
+  readonly lease?: MemoryLease;
+}
+
+/** How a filter's read gets its memory: a lease carried over from the page's previous part, or a new one (waiting for it or not). */
+interface RowsMemory {
+  readonly wait: boolean;
+  readonly lease?: MemoryLease;
+}
 
 export interface HistoryContext {
   /** Route-decision path label: `req_historical` / `bridge_query` for rows, `count_req` / `bridge_count` for counts. */
@@ -53,39 +77,85 @@ export interface HistoryContext {
   readonly signal?: AbortSignal;
 }
 
+/** Events of one filter's page (all of it, or the part one memory lease holds) and whether the read ends with them. */
+export interface HistoryBatch {
+  readonly events: NostrEvent[];
+  readonly last: boolean;
+}
+
 @Injectable()
 export class EventQueryService {
   // A flight refused for its starter's share is shed for its joiners too: they try under their own.
   private readonly flights = new HistoryFlights(
-    (err) => err instanceof HistoryReadRejectedError || err instanceof WriterReadRejectedError || err instanceof ReadShareExceededError,
+    (err) => err instanceof HistoryReadRejectedError || err instanceof WriterReadRejectedError || err instanceof ReadShareExceededError || err instanceof MemoryRefusedError,
   );
+  /** The memory each page's rows hold until the caller moved past them (absent: unbounded). */
+  private readonly rowsMemory: MemoryPool | undefined;
 
   constructor(
     private readonly routed: RoutedReader,
     private readonly repo: EventReadRepository,
     bus: EventBus,
+    @Optional() memory?: MemoryBudget,
   ) {
+    this.rowsMemory = memory?.pool('history');
     // The bus publishes a stored event after its COMMIT returned and before the OK is sent.
     bus.subscribe((p) => this.routed.writes.noteWrite({ communityId: p.communityId, pubkey: p.event.pubkey }));
   }
 
   /**
-   * Runs each filter and yields its accepted events in filter order. With
-   * `dedupe`, an id already yielded by an earlier filter is skipped, after
-   * acceptance, so a row rejected by filter A stays eligible for filter B.
+   * Runs each filter and yields its accepted events in filter order, in batches: one per filter,
+   * or several when its page is larger than a memory lease (each batch is read from where the
+   * last one ended, with the page's `until`/`before_id` cursor, once the caller has taken the
+   * last). `last` marks the read's final batch. With `dedupe`, an id already yielded by an
+   * earlier filter is skipped, after acceptance, so a row rejected by filter A stays eligible for
+   * filter B.
    */
-  async *history(scope: ReadScope, filters: readonly NostrFilter[], dedupe: boolean, ctx?: HistoryContext): AsyncGenerator<NostrEvent[]> {
+  async *history(scope: ReadScope, filters: readonly NostrFilter[], dedupe: boolean, ctx?: HistoryContext): AsyncGenerator<HistoryBatch> {
     const seen = new Set<string>();
-    const pending = new Map<number, Promise<NostrEvent[]>>();
-    const start = (i: number) => pending.set(i, this.queryOne(scope, filters[i], ctx));
+    const pending = new Map<number, Promise<PageRead>>();
+    // Only the filter being awaited may wait for memory; the ones read ahead take it when it is
+    // there and are read again, waiting, when their turn comes (so no read ahead holds memory
+    // while another's turn waits for it).
+    const start = (i: number, wait: boolean) => pending.set(i, this.queryOne(scope, filters[i], ctx, { wait }));
     let next = 0;
-    for (; next < Math.min(FILTER_QUERY_CONCURRENCY, filters.length); next++) start(next);
-    for (let i = 0; i < filters.length; i++) {
-      const rows = await pending.get(i)!;
-      pending.delete(i);
-      if (next < filters.length) start(next++);
-      const accepted = rows.filter((ev) => matchFilter(ev, filters[i]) && (!dedupe || (!seen.has(ev.id) && seen.add(ev.id))));
-      yield accepted;
+    try {
+      for (; next < Math.min(FILTER_QUERY_CONCURRENCY, filters.length); next++) start(next, next === 0);
+      for (let i = 0; i < filters.length; i++) {
+        let read = await pending.get(i)!.catch((err: unknown) => {
+          if (i === 0 || !(err instanceof MemoryRefusedError)) throw err;
+          return this.queryOne(scope, filters[i], ctx, { wait: true });
+        });
+        pending.delete(i);
+        if (next < filters.length) start(next++, false);
+        let left = effectiveLimit(filters[i]);
+        for (;;) {
+          const { page, lease } = read;
+          left -= page.events.length;
+          const more = page.cut && left > 0 && page.events.length > 0;
+          const events = page.events.filter((ev) => matchFilter(ev, filters[i]) && (!dedupe || (!seen.has(ev.id) && seen.add(ev.id))));
+          let carry = false;
+          try {
+            yield { events, last: !more && i === filters.length - 1 };
+            carry = more;
+          } finally {
+            // The caller has sent (or dropped) the batch: its rows' memory goes back, unless the
+            // next part of the page reads into the same lease.
+            if (!carry) lease?.end();
+          }
+          if (!more) break;
+          const end = page.events[page.events.length - 1];
+          read = await this.queryOne(scope, { ...filters[i], until: end.created_at, before_id: end.id, limit: left }, ctx && { ...ctx, offset: undefined }, { wait: false, lease });
+          // Each part must move past the cursor (a row stored with a fractional created_at, which
+          // the wire rounds, would be read again): what does not is dropped, and a part with
+          // nothing new ends the page.
+          const onward = read.page.events.filter((ev) => ev.created_at < end.created_at || (ev.created_at === end.created_at && ev.id > end.id));
+          if (onward.length < read.page.events.length) read = { ...read, page: { events: onward, cut: read.page.cut && onward.length > 0 } };
+        }
+      }
+    } finally {
+      // Reads the caller no longer waits for give their memory back when they finish.
+      for (const p of pending.values()) p.then((r) => r.lease?.end(), () => undefined);
     }
   }
 
@@ -105,30 +175,90 @@ export class EventQueryService {
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  private queryOne(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
-    const p = this.runQuery(scope, filter, ctx);
+  private queryOne(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, memory: RowsMemory): Promise<PageRead> {
+    const p = this.runQuery(scope, filter, ctx, memory);
     // Rejections are observed when awaited in order; keep them from being reported as unhandled meanwhile.
     p.catch(() => undefined);
     return p;
   }
 
   /**
-   * One filter's page. Identical reads waiting at the same time share one database read
-   * (HistoryFlights; flightKey says what may share).
+   * One filter's page (or the next part of one). Identical reads waiting at the same time share
+   * one database read (HistoryFlights; flightKey says what may share); the read that ran holds
+   * the rows' memory lease, the ones that joined it hold none.
    */
-  private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined): Promise<NostrEvent[]> {
+  private async runQuery(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, memory: RowsMemory): Promise<PageRead> {
     const limit = effectiveLimit(filter);
-    if (limit <= 0 || matchesNothing(filter)) return []; // no permit, no connection, no route decision
-    return this.flights.run(this.flightKey(scope, filter, limit, ctx), ctx?.signal, (signal, started) => {
-      const work = (db: Kysely<DB>) => {
-        started();
-        return this.repo.query(db, scope, filter, limit, ctx?.offset);
-      };
-      if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader });
-      const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
-      const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-      return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader }, work);
-    });
+    if (limit <= 0 || matchesNothing(filter)) {
+      memory.lease?.end();
+      return { page: { events: [], cut: false } }; // no permit, no connection, no route decision
+    }
+    let ran = false;
+    let lease: MemoryLease | undefined;
+    try {
+      const page = await this.flights.run(this.flightKey(scope, filter, limit, ctx), ctx?.signal, async (signal, started) => {
+        ran = true;
+        lease = memory.lease ? this.regrow(memory.lease) : await this.leaseRows(ctx?.reader, memory.wait, signal);
+        const cap = lease && Math.floor(lease.bytes / HEAP_BYTES_PER_TEXT_BYTE);
+        return this.readPage(scope, filter, ctx, signal, async (db) => {
+          started();
+          const rows = await this.repo.queryPage(db, scope, filter, limit, ctx?.offset, undefined, cap);
+          lease?.settle(rows.events.reduce((sum, ev) => sum + eventHeapBytes(ev), 0));
+          return rows;
+        });
+      });
+      // A read that joined another's needs no memory of its own.
+      if (!ran) memory.lease?.end();
+      return { page, lease };
+    } catch (err) {
+      lease?.end();
+      memory.lease?.end();
+      throw err;
+    }
+  }
+
+  private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader });
+    const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
+    const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader }, work);
+  }
+
+  /**
+   * The memory a page's rows may take, from the reader's share of the `history` pool: the whole
+   * HISTORY_PAGE_LEASE_BYTES when it is there, less (the page is then read in more parts) when it
+   * is not. Below HISTORY_PAGE_MIN_LEASE_BYTES the read waits, with `wait`, up to
+   * HISTORY_MEMORY_WAIT_MS for reads to give memory back, and is refused after that (or at once
+   * without `wait`). Undefined when nothing bounds the rows.
+   */
+  private async leaseRows(reader: string | undefined, wait: boolean, signal: AbortSignal | undefined): Promise<MemoryLease | undefined> {
+    const pool = this.rowsMemory;
+    if (pool === undefined) return undefined;
+    const deadline = Date.now() + (wait ? HISTORY_MEMORY_WAIT_MS : 0);
+    for (;;) {
+      const bytes = Math.min(HISTORY_PAGE_LEASE_BYTES, pool.available(reader));
+      if (bytes >= HISTORY_PAGE_MIN_LEASE_BYTES) {
+        const lease = pool.lease(bytes, reader);
+        if (typeof lease !== 'string') return lease;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0 || signal?.aborted === true) {
+        const reason = pool.available() < HISTORY_PAGE_MIN_LEASE_BYTES ? 'process' : 'key';
+        pool.refused(reason);
+        throw new MemoryRefusedError('history', reason);
+      }
+      await pool.released(left, signal);
+    }
+  }
+
+  /**
+   * A lease carried over to the next part of a page, grown back towards HISTORY_PAGE_LEASE_BYTES
+   * with what the pool has now. It never waits: it holds at least one row's memory, and each part
+   * carries at least one row, so the page always moves on.
+   */
+  private regrow(lease: MemoryLease): MemoryLease {
+    lease.grow(HISTORY_PAGE_LEASE_BYTES - lease.bytes);
+    return lease;
   }
 
   /**

@@ -11,7 +11,7 @@ import { isHex64, NostrFilter } from '../common/nostr.types.js';
 import { GENERIC_PLAN } from '../database/statement-cache.js';
 import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
-import { EventRow } from './stored-event.js';
+import { EventRow, PAGE_ROW_FIXED_BYTES } from './stored-event.js';
 import { visibilityFragment } from './visibility.js';
 
 /** A statement compiled to `$n` text, for `CompiledQuery.raw`. */
@@ -418,4 +418,38 @@ export function allStatementsGeneric(scope: ReadScope, f: NostrFilter, offset: n
 
 function hexArray(values: readonly string[]): Buffer[] {
   return values.map((v) => Buffer.from(v, 'hex'));
+}
+
+
+/**
+ * A page statement cut at `cap` bytes (PAGE_ROW_FIXED_BYTES per row besides content and tags),
+ * in page order: the rows whose running total stays within the cap, and always the first row
+ * (one event larger than the cap is still served, alone). The rows past the cut never leave
+ * Postgres, so a REQ over large events cannot make the relay hold more than its memory lease.
+ * Each row carries `page_rows`, how many rows the page had before the cut.
+ */
+export function byteCapped(statement: PageStatement, cap: number): PageStatement {
+  const prefix = statement.text.startsWith(GENERIC_PLAN) ? GENERIC_PLAN : '';
+  const [open, close, end] = cappedSelect('p.tags');
+  const n = statement.params.length + 1;
+  const text = `${prefix}${open}(${statement.text.slice(prefix.length)})${close}$${n}::bigint${end}`;
+  return { text, params: [...statement.params, checkedBound(cap)] };
+}
+
+/** eTagPage cut at `cap` bytes, as byteCapped. */
+export function byteCappedETagPage(page: RawBuilder<EventRow>, cap: number): RawBuilder<EventRow & { page_rows: string }> {
+  const [open, close, end] = cappedSelect('p.tags::text');
+  return sql<EventRow & { page_rows: string }>`${sql.raw(open)}(${page})${sql.raw(close)}${checkedBound(cap)}::bigint${sql.raw(end)}`;
+}
+
+/** The capped select around a page, in three pieces: before the page, between the page and the cap, after the cap. */
+function cappedSelect(tags: string): [string, string, string] {
+  const row = `octet_length(p.content) + octet_length(${tags}) + ${PAGE_ROW_FIXED_BYTES}`;
+  return [
+    'select q.id, q.pubkey, q.created_at, q.kind, q.tags, q.content, q.sig, q.page_rows from (' +
+      `select p.*, ${row} as row_bytes, sum(${row}) over (order by p.created_at desc, p.id collate "C" asc rows unbounded preceding) as page_bytes, ` +
+      'count(*) over () as page_rows from ',
+    ' p) q where q.page_bytes <= ',
+    ' or q.page_bytes = q.row_bytes order by q.created_at desc, q.id collate "C" asc',
+  ];
 }

@@ -6,12 +6,12 @@
  */
 import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
-import { CompiledQuery, Kysely } from 'kysely';
+import { CompiledQuery, Kysely, RawBuilder } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
-import { eTagPage, filterConditions, filterPredicate, hasETags, hasValueIndependentPlan, PageStatement, pageStatement, recentFloor, referencingCount } from './event-read.queries.js';
+import { byteCapped, byteCappedETagPage, eTagPage, filterConditions, filterPredicate, hasETags, hasValueIndependentPlan, PageStatement, pageStatement, recentFloor, referencingCount } from './event-read.queries.js';
 import { ReadScope } from './read-scope.js';
-import { EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
+import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
 import { GENERIC_PLAN } from '../database/statement-cache.js';
 
@@ -22,26 +22,39 @@ export class EventReadRepository {
    *
    * Without an offset the page is first read from the recent partitions alone (RECENT_WINDOW_SECS,
    * see recentFloor); only a page that window cannot fill is read again over every partition.
+   *
+   * With `byteCap` the page ends where its rows reach that many bytes (byteCapped; at least one
+   * row): fewer than `limit` events, as NIP-01 allows, and the client pages on with `until`.
    */
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0, nowMs = Date.now()): Promise<NostrEvent[]> {
-    if (limit <= 0 || matchesNothing(filter)) return [];
-    if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset);
+    return (await this.queryPage(db, scope, filter, limit, offset, nowMs)).events;
+  }
+
+  /**
+   * query(), and with `byteCap` the page ends where its rows reach that many bytes (byteCapped;
+   * at least one row). `cut`: rows were left out for the cap, so the page goes on after its last
+   * row (the caller reads on from that cursor).
+   */
+  async queryPage(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0, nowMs = Date.now(), byteCap?: number): Promise<HistoryPage> {
+    if (limit <= 0 || matchesNothing(filter)) return EMPTY_PAGE;
+    if (hasETags(filter)) return this.queryByETags(db, scope, filter, limit, offset, byteCap);
     const parts = filterConditions(scope, filter);
-    if (parts === undefined) return [];
+    if (parts === undefined) return EMPTY_PAGE;
     const plan = hasValueIndependentPlan(scope, filter) ? GENERIC_PLAN : '';
     const floor = offset === 0 ? recentFloor(filter, nowMs) : undefined;
     if (floor !== undefined) {
-      const recent = await this.page(db, pageStatement(scope, filter, parts, plan, limit, 0, floor));
-      if (recent.length >= limit) return recent;
+      const recent = await this.page(db, pageStatement(scope, filter, parts, plan, limit, 0, floor), byteCap);
+      if (recent.cut || recent.events.length >= limit) return recent;
     }
-    return this.page(db, pageStatement(scope, filter, parts, plan, limit, offset));
+    return this.page(db, pageStatement(scope, filter, parts, plan, limit, offset), byteCap);
   }
 
   /** One statement for the page (pageStatement). */
-  private async page(db: Kysely<DB>, statement: PageStatement): Promise<StoredEvent[]> {
+  private async page(db: Kysely<DB>, statement: PageStatement, byteCap: number | undefined): Promise<HistoryPage> {
     // Built as text, not through Kysely: this is the REQ hot path (see SqlFragment).
-    const { rows } = await db.executeQuery<EventTextRow>(CompiledQuery.raw(statement.text, statement.params));
-    return rows.map((row) => new StoredEvent(row));
+    const run = byteCap === undefined ? statement : byteCapped(statement, byteCap);
+    const { rows } = await db.executeQuery<EventTextRow & { page_rows?: string }>(CompiledQuery.raw(run.text, run.params));
+    return { events: rows.map((row) => new StoredEvent(row)), cut: wasCut(rows) };
   }
 
   async count(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter): Promise<number> {
@@ -65,9 +78,23 @@ export class EventReadRepository {
   }
 
   /** An `#e` page (eTagPage) under seed 002's 20 s tighten-only deadline. */
-  private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset: number): Promise<NostrEvent[]> {
-    const statement = eTagPage(scope, filter, limit, offset);
+  private async queryByETags(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset: number, byteCap: number | undefined): Promise<HistoryPage> {
+    const page = eTagPage(scope, filter, limit, offset);
+    const statement: RawBuilder<EventRow & { page_rows?: string }> = byteCap === undefined ? page : byteCappedETagPage(page, byteCap);
     const rows = await withStatementDeadline(db, E_TAG_DEADLINE_MS, async (tx) => (await statement.execute(tx)).rows);
-    return rows.map(rowToEvent);
+    return { events: rows.map(rowToEvent), cut: wasCut(rows) };
   }
+}
+
+/** One read of a filter's page: its events in page order, and whether a byte cap cut it short. */
+export interface HistoryPage {
+  readonly events: NostrEvent[];
+  readonly cut: boolean;
+}
+
+const EMPTY_PAGE: HistoryPage = { events: [], cut: false };
+
+/** Whether a byte-capped page lost rows to its cap (each row says how many the page had). */
+function wasCut(rows: ReadonlyArray<{ page_rows?: string }>): boolean {
+  return rows.length > 0 && rows[0].page_rows !== undefined && Number(rows[0].page_rows) > rows.length;
 }

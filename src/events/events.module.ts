@@ -6,6 +6,8 @@ import { ModerationModule } from '../moderation/moderation.module.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { EventBus } from './event-bus.js';
+import { memoryBudgetProvider } from '../memory/memory-budget.provider.js';
+import { MemoryBudget } from '../memory/memory-budget.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { TargetVisibility } from './target-visibility.service.js';
 import { SearchGate } from './search-gate.js';
@@ -27,6 +29,7 @@ import { ReportIntake } from './commands/report.commands.js';
 @Module({
   imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
   providers: [
+    memoryBudgetProvider,
     IngestGates,
     TargetVisibility,
     SearchGate,
@@ -57,6 +60,7 @@ import { ReportIntake } from './commands/report.commands.js';
   ],
   exports: [
     SignatureVerifier,
+    MemoryBudget,
     EventBus,
     EventQueryService,
     CountService,

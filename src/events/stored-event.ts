@@ -69,6 +69,11 @@ export class StoredEvent implements NostrEvent {
     this.sig = row.sig;
   }
 
+  /** Characters of the tags as Postgres printed them (for eventHeapBytes, without parsing them). */
+  get tagsTextLength(): number {
+    return this.tagsJson.length;
+  }
+
   get tags(): string[][] {
     return (this.parsedTags ??= JSON.parse(this.tagsJson) as string[][]);
   }
@@ -103,4 +108,27 @@ export function rowToEvent(row: EventRow): NostrEvent {
     content: row.content,
     sig: row.sig,
   };
+}
+
+/**
+ * What a row costs in a byte-capped page (byteCapped) besides its content and tags: the fixed
+ * part (ids, key, signature, numbers) and the row's framing.
+ */
+export const PAGE_ROW_FIXED_BYTES = 400;
+
+/**
+ * Memory a history row takes per byte of its text: the row's own strings, the wire JSON built
+ * from it once (toWire) and the EVENT frame around that (history-page.ts), one byte a character
+ * each for ASCII text; a two-byte string costs more per character but is fewer per byte of UTF-8.
+ */
+export const HEAP_BYTES_PER_TEXT_BYTE = 3;
+
+/**
+ * What a history row holds in memory, estimated: its content and tags at HEAP_BYTES_PER_TEXT_BYTE,
+ * plus its fixed part (hex ids, key and signature, numbers, the objects). Leases of the
+ * `history` memory pool count in these.
+ */
+export function eventHeapBytes(ev: NostrEvent): number {
+  const tags = ev instanceof StoredEvent ? ev.tagsTextLength : JSON.stringify(ev.tags).length;
+  return HEAP_BYTES_PER_TEXT_BYTE * (ev.content.length + tags + PAGE_ROW_FIXED_BYTES);
 }

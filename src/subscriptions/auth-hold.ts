@@ -11,18 +11,37 @@
  * publishes fail with the `auth-required:` reason rather than the client's own
  * timeout. An AUTH that arrives later still counts, and frames sent while it is
  * being verified wait for it again.
+ *
+ * A frame is held as the text the client sent (parsed again when it runs): its size is then
+ * what it costs, where a parsed filter of many short values takes several times its text. Held
+ * bytes are also taken from the process's `auth_hold` memory pool, so a thousand connections
+ * each within its own bounds still cannot hold more than the pool in all.
  */
 import type { AuthHoldLimits } from '../config/app-config.js';
-import type { ClientMessage, InvalidClientMessage } from '../events/filter.js';
+import { ClientMessage, InvalidClientMessage, parseClientMessage } from '../events/filter.js';
+import type { MemoryPool } from '../memory/memory-budget.js';
 
 export type HeldMessage = Exclude<ClientMessage, { type: 'AUTH' }> | InvalidClientMessage;
 
+/** What offer() did: held it, or not because the connection's bounds (`full`) or the process pool (`memory`) had no room. */
+export type HoldOutcome = 'held' | 'full' | 'memory';
+
+interface HeldFrame {
+  readonly type: HeldMessage['type'];
+  readonly subId: string | undefined;
+  readonly text: string;
+  readonly bytes: number;
+}
+
 export class AuthHold {
-  private frames: Array<{ msg: HeldMessage; bytes: number }> = [];
+  private frames: HeldFrame[] = [];
   private bytes = 0;
   private graceOver = false;
 
-  constructor(private readonly limits: AuthHoldLimits) {}
+  constructor(
+    private readonly limits: AuthHoldLimits,
+    private readonly pool?: MemoryPool,
+  ) {}
 
   /** How long after the challenge frames wait for an AUTH that has not arrived. */
   get graceMs(): number {
@@ -46,12 +65,13 @@ export class AuthHold {
     return this.bytes;
   }
 
-  /** Holds the frame when it fits both bounds; false (nothing changed) otherwise. */
-  offer(msg: HeldMessage, bytes: number): boolean {
-    if (this.frames.length + 1 > this.limits.maxFrames || this.bytes + bytes > this.limits.maxBytes) return false;
-    this.frames.push({ msg, bytes });
+  /** Holds the frame (`text`, parsed as `msg`) when it fits the connection's bounds and the process pool; nothing changes otherwise. */
+  offer(msg: HeldMessage, text: string, bytes: number): HoldOutcome {
+    if (this.frames.length + 1 > this.limits.maxFrames || this.bytes + bytes > this.limits.maxBytes) return 'full';
+    if (this.pool?.take(bytes) !== undefined) return 'memory';
+    this.frames.push({ type: msg.type, subId: 'subId' in msg ? msg.subId : undefined, text, bytes });
     this.bytes += bytes;
-    return true;
+    return 'held';
   }
 
   /**
@@ -59,16 +79,26 @@ export class AuthHold {
    * is full, supersedes them (NIP-01), so none may run after it.
    */
   supersede(subId: string): void {
-    const kept = this.frames.filter(({ msg }) => msg.type !== 'REQ' || msg.subId !== subId);
+    const kept = this.frames.filter((f) => f.type !== 'REQ' || f.subId !== subId);
+    const bytes = kept.reduce((sum, f) => sum + f.bytes, 0);
+    this.pool?.release(this.bytes - bytes);
     this.frames = kept;
-    this.bytes = kept.reduce((sum, f) => sum + f.bytes, 0);
+    this.bytes = bytes;
   }
 
-  /** Everything held, in arrival order; the hold is empty afterwards. */
+  /** Everything held, in arrival order, parsed again; the hold is empty (its bytes released) afterwards. */
   drain(): HeldMessage[] {
     const frames = this.frames;
+    this.pool?.release(this.bytes);
     this.frames = [];
     this.bytes = 0;
-    return frames.map((f) => f.msg);
+    return frames.map((f) => parseClientMessage(f.text) as HeldMessage);
+  }
+
+  /** Drops everything held (the connection is gone) and releases its bytes. */
+  clear(): void {
+    this.pool?.release(this.bytes);
+    this.frames = [];
+    this.bytes = 0;
   }
 }

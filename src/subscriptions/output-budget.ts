@@ -7,6 +7,7 @@
  * (their sockets dropped, their bytes released) until the total is under it again.
  */
 import type { Gauge } from 'prom-client';
+import type { MemoryPool } from '../memory/memory-budget.js';
 
 /** What the budget needs from a connection. */
 export interface OutputHolder {
@@ -20,9 +21,11 @@ export class OutputBudget {
   private queued = 0;
   private readonly holders = new Set<OutputHolder>();
 
+  /** `pool`: the memory budget's `output` pool, which mirrors what is queued (the cut-off policy here is its admission). */
   constructor(
     readonly limit: number,
     private readonly gauge?: Gauge,
+    private readonly pool?: MemoryPool,
   ) {}
 
   /** Bytes currently queued across all connections. */
@@ -41,11 +44,13 @@ export class OutputBudget {
   add(bytes: number): void {
     this.queued += bytes;
     this.gauge?.set(this.queued);
+    this.pool?.mirror(this.queued);
   }
 
   release(bytes: number): void {
     this.queued -= bytes;
     this.gauge?.set(this.queued);
+    this.pool?.mirror(this.queued);
   }
 
   /**

@@ -15,6 +15,17 @@ import type { AuthHoldLimits } from '../config/app-config.js';
 import { AuthHold } from './auth-hold.js';
 import { HistoryOverlap } from './history-overlap.js';
 import { OutputBudget, OutputHolder } from './output-budget.js';
+import type { MemoryPool, MemoryRefusal } from '../memory/memory-budget.js';
+
+/**
+ * What a subscription's filters take on the heap while it is open, estimated from their JSON:
+ * parsed, each short value is a string with its own header plus a slot in its array (measured
+ * here: 1.4x the text for three filters of 2,000 hex values each), and the matcher's lookup sets,
+ * built at the first live match, add more.
+ */
+export function filterHeapBytes(filters: readonly NostrFilter[]): number {
+  return 2 * JSON.stringify(filters).length + 256;
+}
 
 export interface LiveSubscription {
   readonly token: number;
@@ -25,6 +36,8 @@ export interface LiveSubscription {
   readonly live: boolean;
   /** Keeps an event stored during the history read from arriving both live and in the page. */
   readonly overlap?: HistoryOverlap;
+  /** Bytes of the `filters` memory pool the subscription holds (given back when it ends). */
+  readonly filterBytes: number;
 }
 
 export interface ConnectionLimits {
@@ -34,6 +47,8 @@ export interface ConnectionLimits {
   readonly maxQueuedBytes: number;
   /** Bounds on the frames held until AUTH succeeds; absent = nothing is held. */
   readonly authHold?: AuthHoldLimits;
+  /** The process memory pools the connection draws from (src/memory); absent = unbounded (unit tests). */
+  readonly pools?: { readonly authHold?: MemoryPool; readonly filters?: MemoryPool };
 }
 
 /** What the owner of the connections hears about output that did not fit. */
@@ -106,7 +121,7 @@ export class RelayConnection implements OutputHolder {
     private readonly output: OutputEvents,
     private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
   ) {
-    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0, graceMs: 0 });
+    this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0, graceMs: 0 }, limits.pools?.authHold);
     budget.track(this);
   }
 
@@ -297,10 +312,32 @@ export class RelayConnection implements OutputHolder {
     return seq;
   }
 
+  /**
+   * Takes the memory a subscription with these filters holds while it is open from the key's
+   * share of the `filters` pool: the bytes to pass to claim(), or why they do not fit.
+   */
+  reserveFilters(filters: readonly NostrFilter[]): number | MemoryRefusal {
+    const bytes = filterHeapBytes(filters);
+    return this.limits.pools?.filters?.take(bytes, this.pubkey) ?? bytes;
+  }
+
+  /** Gives back bytes reserved for a subscription that was never claimed. */
+  releaseFilters(bytes: number): void {
+    this.limits.pools?.filters?.release(bytes, this.pubkey);
+  }
+
   /** Retires whatever holds the id and voids any REQ for it still in its checks. */
   retire(subId: string): void {
     this.pendingReqs.delete(subId);
+    this.drop(subId);
+  }
+
+  /** Removes the subscription holding `subId`, giving back its filters' memory. */
+  private drop(subId: string): void {
+    const sub = this.subscriptions.get(subId);
+    if (sub === undefined) return;
     this.subscriptions.delete(subId);
+    this.releaseFilters(sub.filterBytes);
   }
 
   /**
@@ -308,14 +345,15 @@ export class RelayConnection implements OutputHolder {
    * replaces). A REQ superseded while in its checks (by a later REQ or a CLOSE
    * for the id), or arriving after teardown, is refused: undefined.
    */
-  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope, live = true, reqSeq?: number): number | undefined {
-    if (this.isCancelled) return undefined;
-    if (reqSeq !== undefined) {
-      if (this.pendingReqs.get(subId) !== reqSeq) return undefined;
-      this.pendingReqs.delete(subId);
+  claim(subId: string, filters: readonly NostrFilter[], scope: ReadScope, live = true, reqSeq?: number, filterBytes = 0): number | undefined {
+    if (this.isCancelled || (reqSeq !== undefined && this.pendingReqs.get(subId) !== reqSeq)) {
+      this.releaseFilters(filterBytes);
+      return undefined;
     }
+    if (reqSeq !== undefined) this.pendingReqs.delete(subId);
     const token = nextSubscriptionToken++;
-    this.subscriptions.set(subId, { token, filters, scope, live, overlap: live ? new HistoryOverlap() : undefined });
+    this.drop(subId);
+    this.subscriptions.set(subId, { token, filters, scope, live, overlap: live ? new HistoryOverlap() : undefined, filterBytes });
     return token;
   }
 
@@ -326,7 +364,7 @@ export class RelayConnection implements OutputHolder {
   /** Removes the sub if `token` still owns it; true when it did. */
   retireIfOwner(subId: string, token: number): boolean {
     if (!this.owns(subId, token)) return false;
-    this.subscriptions.delete(subId);
+    this.drop(subId);
     return true;
   }
 
@@ -339,7 +377,7 @@ export class RelayConnection implements OutputHolder {
     if (this.cancelled) return;
     this.cancelled = true;
     this.gone.abort();
-    this.subscriptions.clear();
+    for (const subId of [...this.subscriptions.keys()]) this.drop(subId);
     this.pendingReqs.clear();
     try {
       if (code) this.ws.close(code, reason);

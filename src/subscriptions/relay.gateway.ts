@@ -12,6 +12,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseClientMessage } from '../events/filter.js';
 import { LifecycleState } from '../health/lifecycle-state.js';
+import { MemoryBudget } from '../memory/memory-budget.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { HeldMessage } from './auth-hold.js';
 import { AuthHandler } from './auth.handler.js';
@@ -48,11 +49,12 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     private readonly events: EventHandler,
     private readonly reqs: ReqHandler,
     private readonly admission: ConnectionAdmission,
+    private readonly memory: MemoryBudget,
     lifecycle: LifecycleState,
   ) {
     this.logger.setContext('RelayGateway');
     this.inputPacing = new InputPacing({ maxFrameBytes: config.limits.maxFrameBytes, draining: () => lifecycle.draining, paced: metrics.wsInputPaced });
-    this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes);
+    this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes, memory.pool('output'));
     this.outputEvents = {
       slowClientDisconnected: (c) => {
         this.metrics.wsBackpressureDisconnects.inc();
@@ -89,7 +91,8 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
 
   private open(ws: WebSocket, communityId: string, host: string): RelayConnection {
     const { sendBuffer, slowClientGraceLimit, sendBufferBytes } = this.config.limits;
-    const limits = { sendBuffer, slowClientGraceLimit, maxQueuedBytes: sendBufferBytes, authHold: this.config.authHold };
+    const pools = { authHold: this.memory.pool('auth_hold'), filters: this.memory.pool('filters') };
+    const limits = { sendBuffer, slowClientGraceLimit, maxQueuedBytes: sendBufferBytes, authHold: this.config.authHold, pools };
     const conn = new RelayConnection(ws, communityId, host, this.logger.logger, limits, this.outputEvents, this.outputBudget);
     this.connections.add(conn);
     this.fanout.add(conn);
@@ -155,7 +158,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     if (msg.type === 'AUTH') return void this.auth.handle(conn, msg.event).then(() => this.endHold(conn));
     // Until AUTH has an outcome, frames wait for it in order (AuthHold); once it has, anything
     // still held goes first.
-    if (conn.authState === 'pending') return this.holdOrRefuse(conn, msg, buf.length);
+    if (conn.authState === 'pending') return this.holdOrRefuse(conn, msg, text, buf.length);
     this.endHold(conn);
     this.dispatch(conn, msg);
   }
@@ -189,9 +192,9 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
    * A frame read before AUTH has an outcome: held while an AUTH may still come within the grace or
    * is being verified; otherwise, or past the hold's bounds, answered now.
    */
-  private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, bytes: number): void {
+  private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, text: string, bytes: number): void {
     const awaited = !conn.authHold.expired || conn.authFramesInFlight > 0;
-    if (awaited && conn.authHold.offer(msg, bytes)) return;
+    if (awaited && conn.authHold.offer(msg, text, bytes) === 'held') return;
     // Answered ahead of the held frames, so it supersedes held REQs for its id (NIP-01).
     if ((msg.type === 'REQ' || msg.type === 'CLOSE' || msg.type === 'INVALID') && msg.subId !== undefined) conn.authHold.supersede(msg.subId);
     this.refuse(conn, msg);
@@ -243,7 +246,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private teardown(conn: RelayConnection): void {
     if (!this.connections.delete(conn)) return;
     conn.cancel();
-    conn.authHold.drain();
+    conn.authHold.clear();
     conn.releaseOutput();
     this.fanout.remove(conn);
     this.metrics.wsConnectionsActive.dec();

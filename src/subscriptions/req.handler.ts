@@ -10,6 +10,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '../database/database-errors.js';
+import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
 import { SearchService } from '../events/search.service.js';
@@ -67,13 +68,17 @@ export class ReqHandler {
         conn.send(['CLOSED', subId, 'error: mixed search and non-search filters not supported']);
         return;
       }
-      const searchToken = conn.claim(subId, filters, scope, false, reqSeq);
+      const searchBytes = this.reserveFilters(conn, subId, filters);
+      if (searchBytes === undefined) return;
+      const searchToken = conn.claim(subId, filters, scope, false, reqSeq, searchBytes);
       if (searchToken === undefined) return;
       const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope), conn.pubkey);
       if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, handlerRefusalReason(ran.refusal));
       return;
     }
-    const token = conn.claim(subId, filters, scope, true, reqSeq);
+    const filterBytes = this.reserveFilters(conn, subId, filters);
+    if (filterBytes === undefined) return;
+    const token = conn.claim(subId, filters, scope, true, reqSeq, filterBytes);
     if (token === undefined) return;
     const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope), conn.pubkey);
     if (!run.admitted) this.closeIfOwner(conn, subId, token, handlerRefusalReason(run.refusal));
@@ -133,6 +138,18 @@ export class ReqHandler {
   }
 
   /**
+   * The filters' memory for the subscription's life, from the key's share of the process's
+   * `filters` pool (src/memory): the bytes to claim with, or undefined once refused with CLOSED.
+   * A refused REQ leaves an existing same-id subscription alone, like every admission refusal.
+   */
+  private reserveFilters(conn: RelayConnection, subId: string, filters: NostrFilter[]): number | undefined {
+    const reserved = conn.reserveFilters(filters);
+    if (typeof reserved === 'number') return reserved;
+    conn.send(['CLOSED', subId, reserved === 'key' ? FILTER_SHARE_REASON : MEMORY_FULL_REASON]);
+    return undefined;
+  }
+
+  /**
    * A key banned since its AUTH (or whose proved NIP-OA owner is) reads nothing more: this
    * request is refused and the connection revoked. The answer comes from this pod's ban cache
    * when it has one (no query; see BanCache), else from the writer. A failed ban read refuses
@@ -159,13 +176,11 @@ export class ReqHandler {
     // Output that does not fit ends the subscription (CLOSED, no EOSE) and stops the read:
     // leaving the loop closes the cursor, so nothing more is fetched or encoded.
     if (!conn.hasOutputRoom()) return conn.shedSubscription(subId, token);
-    let filterIndex = 0;
     let eose = false;
     try {
-      // One batch per filter. The page goes out in turns (OutputTurns), EOSE in the last one, so
-      // a storm's pages do not hold the event loop.
-      for await (const batch of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
-        const last = ++filterIndex === filters.length;
+      // One batch per filter (or per memory lease of a large page). The page goes out in turns
+      // (OutputTurns), EOSE in the last one, so a storm's pages do not hold the event loop.
+      for await (const { events: batch, last } of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
         for (let at = 0; at < batch.length || (last && !eose); ) {
           const step = await this.turns.run(() => sendPageTurn(target, batch, at, last));
           if (step.stop === 'gone') return;
@@ -241,12 +256,12 @@ export class ReqHandler {
 }
 
 /**
- * A read refused for capacity (shed, the writer-read cap, no connection in time) is logged at
+ * A read refused for capacity (shed, the writer-read cap, no connection in time, memory) is logged at
  * debug: it is counted (`buzz_db_route_decision`, the pool's acquire outcomes) and answered, and a
  * flood of refused reads must not become a flood of warn lines written synchronously to stdout.
  * Any other failure is a warn.
  */
 function logReadFailure(conn: RelayConnection, fields: Record<string, unknown>, message: string): void {
-  if (fields.err instanceof PoolTimeoutError) conn.log.debug(fields, message);
+  if (fields.err instanceof PoolTimeoutError || fields.err instanceof MemoryRefusedError) conn.log.debug(fields, message);
   else conn.log.warn(fields, message);
 }

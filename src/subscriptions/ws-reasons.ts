@@ -5,6 +5,7 @@
  * here reads a driver code or message.
  */
 import { QueryTimedOutError, ReadShareExceededError } from '../database/database-errors.js';
+import { MemoryRefusedError } from '../memory/memory-budget.js';
 
 /** Terminal (seed 002): a statement hit its deadline; clients do not re-send a one-shot read. */
 export const QUERY_TIMED_OUT_REASON = 'error: query timed out';
@@ -21,10 +22,12 @@ export const BAN_CHECK_ERROR_REASON = 'error: internal error checking restrictio
  * The `CLOSED` reason of a REQ or COUNT whose database work failed. `history`: the read that
  * serves the client's filter, where a deadline is the terminal `query timed out`. `admission`:
  * the lookups that admit the request (bans, channel access, relay.md §2.6), whose every failure
- * is the retryable `database error`. A read refused for its key's share is `rate-limited:`.
+ * is the retryable `database error`. A read refused for its key's share is `rate-limited:`; one
+ * refused for memory (MemoryRefusedError) carries its own reason.
  */
 export function closedReason(err: unknown, stage: 'history' | 'admission' = 'history'): string {
   if (err instanceof ReadShareExceededError) return READ_SHARE_REASON;
+  if (err instanceof MemoryRefusedError) return err.message;
   return stage === 'history' && err instanceof QueryTimedOutError ? QUERY_TIMED_OUT_REASON : DATABASE_ERROR_REASON;
 }
 

@@ -220,7 +220,7 @@ describe('match_nothing_reads_take_no_connection', () => {
       ];
       const o = await observe(async () => {
         const pages: unknown[] = [];
-        for await (const page of query.history(communityWide(community), [...nothing, { kinds: [1], limit: 0, tags: {}, extensions: {} }], true, { path: 'req_historical' })) pages.push(page);
+        for await (const page of query.history(communityWide(community), [...nothing, { kinds: [1], limit: 0, tags: {}, extensions: {} }], true, { path: 'req_historical' })) pages.push(page.events);
         const n = await query.count(communityWide(community), nothing, { path: 'count_req' });
         return { pages, n };
       });

@@ -62,7 +62,7 @@ const scopeOf = (communityId: string, who?: string): ReadScope => ({ communityId
 
 async function page(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext): Promise<NostrEvent[]> {
   const out: NostrEvent[] = [];
-  for await (const batch of query.history(scope, [filter], true, ctx)) out.push(...batch);
+  for await (const batch of query.history(scope, [filter], true, ctx)) out.push(...batch.events);
   return out;
 }
 
