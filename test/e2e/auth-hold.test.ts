@@ -74,6 +74,8 @@ describe('frames sent before AUTH', () => {
     const count = await c.waitFor((f) => (f[0] === 'COUNT' || f[0] === 'CLOSED') && f[1] === 'n');
     expect(count).toEqual(['COUNT', 'n', { count: expect.any(Number) }]);
     expect((count[2] as { count: number }).count).toBeGreaterThanOrEqual(1);
+    // The history read and the EVENT's ingest run concurrently too: the order is checked once both ended.
+    await c.waitFor((f) => f[0] === 'EOSE' && f[1] === 'chat');
     const kinds = c.frames.map((f) => `${f[0]}:${f[0] === 'EVENT' ? (f[2] as { content: string }).content : f[1] === authId ? 'auth' : String(f[1])}`);
     // The AUTH answer comes first; the held REQ's history (and EOSE) before the event it then sees live.
     expect(kinds.indexOf(`OK:auth`)).toBeLessThan(kinds.indexOf('EVENT:before'));
