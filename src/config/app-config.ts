@@ -79,7 +79,7 @@ export interface RelayLimits {
   /**
    * `BUZZ_MEMORY_BUDGET_BYTES` (16 MiB..1 TiB; default half of the V8 heap limit the process runs
    * with): what client-driven memory may use in all (held frames, subscription filters, history
-   * rows, search candidates, queued output). Work past it is refused, never an out-of-memory crash.
+   * rows, queued output). Work past it is refused, never an out-of-memory crash.
    */
   readonly memoryBudgetBytes: number;
   readonly maxFrameBytes: number;

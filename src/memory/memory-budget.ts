@@ -2,7 +2,7 @@
  * One memory budget for the process. Every kind of client-driven memory that can grow with what
  * clients send is drawn from a pool of it before the work is admitted: frames held before AUTH,
  * the filters of open subscriptions and REQs in progress, history rows read and not yet sent,
- * search candidates, and queued output (OutputBudget, sized from the same budget). Work that does
+ * and queued output (OutputBudget, sized from the same budget). Work that does
  * not fit is refused at admission with a reason the client can act on; the process never learns
  * of its limit from an out-of-memory crash.
  *
@@ -17,15 +17,14 @@
 import type { Counter, Gauge } from 'prom-client';
 import { HttpError } from '../common/http-error.js';
 
-export type MemoryKind = 'output' | 'history' | 'filters' | 'auth_hold' | 'search';
+export type MemoryKind = 'output' | 'history' | 'filters' | 'auth_hold';
 
 /** How the budget is divided between the kinds (sums to 1). */
 export const MEMORY_SHARES: Readonly<Record<MemoryKind, number>> = {
   output: 0.3,
-  history: 0.25,
-  filters: 0.25,
+  history: 0.3,
+  filters: 0.3,
   auth_hold: 0.1,
-  search: 0.1,
 };
 
 /** Why a take was refused: the pool is full, or the key holds its share of it. */
@@ -187,7 +186,7 @@ export class MemoryBudget {
     limits: Partial<Record<MemoryKind, number>> = {},
   ) {
     const pool = (kind: MemoryKind) => new MemoryPool(kind, limits[kind] ?? Math.floor(totalBytes * MEMORY_SHARES[kind]), keySharePercent, metrics);
-    this.pools = { output: pool('output'), history: pool('history'), filters: pool('filters'), auth_hold: pool('auth_hold'), search: pool('search') };
+    this.pools = { output: pool('output'), history: pool('history'), filters: pool('filters'), auth_hold: pool('auth_hold') };
   }
 
   pool(kind: MemoryKind): MemoryPool {
