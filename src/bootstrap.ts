@@ -111,8 +111,8 @@ async function bootstrapOwner(app: NestFastifyApplication, config: AppConfig): P
 
 function warnAboutXPubkey(logger: Logger, config: AppConfig): void {
   if (config.xPubkeyTrust === 'always') {
-    logger.warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header from any client (development only)');
+    logger.warn('BUZZ_REQUIRE_AUTH_TOKEN=false: the HTTP bridge trusts the X-Pubkey header from any client that sends no Origin header (never from a browser page; development only)');
   } else if (config.xPubkeyTrust === 'loopback') {
-    logger.warn('embedded default: the HTTP bridge trusts the X-Pubkey header from loopback clients (BUZZ_REQUIRE_AUTH_TOKEN=true turns it off)');
+    logger.warn('embedded default: the HTTP bridge trusts the X-Pubkey header from loopback clients that send no Origin header (curl, scripts; never a browser page); BUZZ_REQUIRE_AUTH_TOKEN=true turns it off');
   }
 }

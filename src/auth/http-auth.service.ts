@@ -20,6 +20,8 @@ export interface HttpAuthRequest {
   readonly rawBody: string;
   readonly authorization: string | undefined;
   readonly xPubkey: string | undefined;
+  /** The `Origin` header: set by browsers on cross-origin fetches and on every POST. */
+  readonly origin?: string;
   /** The peer's address on the socket (no proxy header is believed). */
   readonly remoteAddress: string | undefined;
   /** NIP-98 must carry a `payload` tag (`POST /events`: the auth is bound to the event sent). */
@@ -34,7 +36,8 @@ export interface HttpIdentity {
 
 /**
  * Bridge authentication: NIP-98, or the `X-Pubkey` dev header where config.xPubkeyTrust allows
- * it (an explicit BUZZ_REQUIRE_AUTH_TOKEN=false, or a loopback client of the embedded default).
+ * it (an explicit BUZZ_REQUIRE_AUTH_TOKEN=false, or a loopback client of the embedded default)
+ * and the request carries no `Origin` (no browser page).
  * An untrusted header is ignored: the request needs NIP-98 like any other. Every failure is a
  * 401 with the spec's text.
  * The replay set is per community and outlives the ±60 s acceptance window; it
@@ -53,7 +56,7 @@ export class HttpAuthService {
 
   /** Step 3 of relay.md §3.1. The replay mark (step 5) comes after admission: consumeReplay. */
   async authenticate(req: HttpAuthRequest): Promise<HttpIdentity> {
-    if (!req.authorization && req.xPubkey !== undefined && this.trustsXPubkey(req.remoteAddress)) {
+    if (!req.authorization && req.xPubkey !== undefined && this.trustsXPubkey(req)) {
       if (!isHex64(req.xPubkey)) throw new HttpError(401, 'invalid X-Pubkey hex');
       return { pubkey: req.xPubkey };
     }
@@ -73,9 +76,14 @@ export class HttpAuthService {
     return { pubkey: decoded.event.pubkey, nip98EventId: decoded.event.id };
   }
 
-  private trustsXPubkey(remoteAddress: string | undefined): boolean {
+  /**
+   * A request with an `Origin` header comes from a browser page, which may be any site the
+   * developer has open (on loopback too): it never names its pubkey with the header.
+   */
+  private trustsXPubkey(req: HttpAuthRequest): boolean {
+    if (req.origin !== undefined) return false;
     const trust = this.config.xPubkeyTrust;
-    return trust === 'always' || (trust === 'loopback' && isLoopback(remoteAddress));
+    return trust === 'always' || (trust === 'loopback' && isLoopback(req.remoteAddress));
   }
 
   /** Step 5: marks the NIP-98 event as used; a second use is a 401. The dev header has no replay check. */

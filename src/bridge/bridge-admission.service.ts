@@ -57,6 +57,7 @@ export class BridgeAdmission {
       rawBody,
       authorization: header(req, 'authorization'),
       xPubkey: header(req, 'x-pubkey'),
+      origin: header(req, 'origin'),
       remoteAddress: req.socket.remoteAddress,
       requirePayload: route === 'write',
     });

@@ -15,8 +15,12 @@ type CorsOptions = NonNullable<Parameters<NestFastifyApplication['enableCors']>[
  */
 export const CORS_MAX_AGE_SECS = 7200;
 
-/** The request headers a page may send: NIP-98, the body type, the dev header and the NIP-OA tag. */
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Pubkey', 'X-Auth-Tag'];
+/**
+ * The request headers a page may send: NIP-98, the body type and the NIP-OA tag. Not the
+ * `X-Pubkey` dev header: no browser page names its pubkey with it (HttpAuthService ignores it on
+ * any request with an `Origin`), so no page on another origin is let send it either.
+ */
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Auth-Tag'];
 
 export const ORIGIN_NOT_ALLOWED = 'origin not allowed';
 
