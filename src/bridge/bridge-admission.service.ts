@@ -16,7 +16,8 @@ import { DatabaseUnavailableError } from '../database/database-errors.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { hostHeader } from '../tenancy/host.js';
 
 export interface BridgeCaller {
   readonly communityId: string;
@@ -43,9 +44,10 @@ export class BridgeAdmission {
   ) {}
 
   async admit(req: FastifyRequest, rawBody: string, route: BridgeRoute): Promise<BridgeCaller> {
-    const tenant = await this.tenancy.resolve(req.headers.host);
+    const tenant = await this.tenancy.resolve(hostHeader(req.raw.rawHeaders));
     // A failed lookup is the retryable database answer, not "no such community".
     if (!tenant.ok && tenant.reason === 'lookup_failed') throw new DatabaseUnavailableError(TENANT_LOOKUP_FAILED_MESSAGE);
+    if (!tenant.ok && tenant.reason === 'invalid_host') throw new HttpError(400, INVALID_HOST_MESSAGE);
     if (!tenant.ok) throw new HttpError(404, UNKNOWN_HOST_MESSAGE);
     const communityId = tenant.community.id;
     annotateRequest(req, { community: communityId });

@@ -5,6 +5,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { MAX_SUBSCRIPTIONS } from '../subscriptions/req.handler.js';
 import { TenancyService } from '../tenancy/tenancy.service.js';
+import { hostHeader } from '../tenancy/host.js';
 
 export const RELAY_VERSION = '0.1.0';
 
@@ -72,7 +73,7 @@ export class Nip11Controller {
 
   /** Fields of the request host's community; none for an unmapped host or a failed lookup. */
   private async hostScoped(req: FastifyRequest): Promise<Record<string, unknown>> {
-    const tenant = await this.tenancy.resolve(req.headers.host);
+    const tenant = await this.tenancy.resolve(hostHeader(req.raw.rawHeaders));
     return tenant.ok && tenant.community.icon !== null ? { icon: tenant.community.icon } : {};
   }
 }

@@ -24,7 +24,8 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import type { IncomingMessage } from 'node:http';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import { Community } from '../tenancy/community.repository.js';
-import { TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
+import { hostHeader } from '../tenancy/host.js';
 import { ConnectionAdmission, ConnectionTicket } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
 
@@ -114,9 +115,9 @@ export class RelayWsAdapter extends WsAdapter {
   /** ws's verifyClient: refusals are answered at once, an admitted upgrade completes in a turn. */
   async admitUpgrade(req: IncomingMessage, done: VerifyCallback): Promise<void> {
     if (!this.options.cors.allows(req.headers.origin)) return this.refuse(done, 'origin', 403, ORIGIN_NOT_ALLOWED);
-    const resolution = await this.tenancy.resolve(req.headers.host);
+    const resolution = await this.tenancy.resolve(hostHeader(req.rawHeaders));
     if (!resolution.ok && resolution.reason === 'lookup_failed') return this.refuse(done, 'unavailable', 503, TENANT_LOOKUP_FAILED_MESSAGE, RETRY_AFTER_LOOKUP_FAILED_SECS);
-    if (!resolution.ok) return this.refuse(done, 'unknown_host', resolution.reason === 'empty_host' ? 400 : 404, UNKNOWN_HOST_MESSAGE);
+    if (!resolution.ok) return this.refuse(done, 'unknown_host', resolution.reason === 'invalid_host' ? 400 : 404, resolution.reason === 'invalid_host' ? INVALID_HOST_MESSAGE : UNKNOWN_HOST_MESSAGE);
     if (resolution.community.archived) return this.refuse(done, 'unknown_host', 404, UNKNOWN_HOST_MESSAGE);
     if (this.upgradeTurns.waiting >= this.options.maxPendingUpgrades) return this.refuse(done, 'busy', 503, UPGRADES_BUSY_MESSAGE);
     if (!this.takePlace(req, done)) return;

@@ -4,6 +4,8 @@ import { Community, CommunityRepository } from './community.repository.js';
 import { hostWithoutPort, normalizeHost } from './host.js';
 
 export const UNKNOWN_HOST_MESSAGE = 'relay: no community is configured for this host';
+/** A `Host` header that is not one host (normalizeHost), or sent twice. */
+export const INVALID_HOST_MESSAGE = 'invalid Host header';
 /**
  * The answer when the lookup itself failed (a database error or timeout): retryable, and never
  * the unknown-host text, which tells a client the tenant does not exist.
@@ -16,7 +18,7 @@ const CACHE_MAX = 10_000;
 
 export type TenantResolution =
   | { ok: true; community: Community; host: string }
-  | { ok: false; reason: 'empty_host' | 'unknown_host' | 'lookup_failed' };
+  | { ok: false; reason: 'invalid_host' | 'unknown_host' | 'lookup_failed' };
 
 /**
  * Host → community. The exact normalised host wins; a host with a non-default
@@ -50,7 +52,7 @@ export class TenancyService {
 
   async resolve(rawHost: string | undefined): Promise<TenantResolution> {
     const host = normalizeHost(rawHost);
-    if (!host) return { ok: false, reason: 'empty_host' };
+    if (!host) return { ok: false, reason: 'invalid_host' };
     const cached = this.cache.get(host);
     if (cached && cached.expires > Date.now()) return { ok: true, community: cached.community, host };
     let community: Community | undefined;
