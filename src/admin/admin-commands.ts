@@ -20,6 +20,12 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
   const communities = app.get(CommunityRepository);
   const members = app.get(RelayMembershipRepository);
   if (cmd.command === 'create-community') {
+    // One host belongs to one community: a host that is already another community's (its
+    // primary host or an alias) is not taken over, which would leave its clients in an empty one.
+    const owner = await communities.findByHost([cmd.host]);
+    if (owner !== undefined && owner.host !== cmd.host) {
+      throw new UsageError(`host ${cmd.host} already belongs to the community of ${owner.host} (${owner.id}): one host belongs to one community; create the new one under another host`);
+    }
     const id = await communities.ensureCommunity([cmd.host], cmd.name ?? cmd.host);
     const lines = [`community ${cmd.host}: ${id}`];
     if (config.relayOwnerPubkey !== undefined) {

@@ -12,6 +12,8 @@ export type PubkeyParse = { ok: true; pubkey: string } | { ok: false; reason: st
 export function parsePubkey(input: string): PubkeyParse {
   const value = input.trim();
   if (/^[0-9a-fA-F]{64}$/.test(value)) return { ok: true, pubkey: value.toLowerCase() };
+  // A pasted secret key is refused without being repeated: the message may end up in a terminal log or a ticket.
+  if (/^nsec1/i.test(value)) return { ok: false, reason: 'that is a secret key (nsec): give the public key (npub or 64-hex), and keep the nsec private' };
   if (!/^npub1/i.test(value)) return { ok: false, reason: `not a 64-hex pubkey or an npub: ${JSON.stringify(value.slice(0, 80))}` };
   const bytes = decodeBech32(value, 'npub');
   if (!bytes.ok) return bytes;

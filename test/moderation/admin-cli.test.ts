@@ -135,6 +135,10 @@ describe('operator CLI', () => {
       [['promote', alice.pubkey], 'admin: unknown command "promote"'],
       [[], 'admin: no command given'],
       [['list-members', '--host', 'nowhere.example'], 'admin: no community for host nowhere.example (create it with create-community --host nowhere.example)'],
+      // Not hosts, as the relay's own Host parser reads them (src/tenancy/host.ts).
+      ...['*', '\uff4cocalhost', 'x@localhost', ':33000', 'evil\u0001.test'].map((h): [string[], string] => [['create-community', '--host', h], `admin: invalid --host ${JSON.stringify(h)}`]),
+      // A pasted secret key is refused without being repeated.
+      [['add-member', nip19.nsecEncode(alice.sk)], 'admin: that is a secret key (nsec): give the public key (npub or 64-hex), and keep the nsec private'],
     ];
     for (const [args, message] of cases) {
       const run = await admin(args);
@@ -142,6 +146,15 @@ describe('operator CLI', () => {
       expect(run.stderr.split('\n')[0]).toBe(message);
       expect(run.stdout).toBe('');
     }
+    // A host that is another community's alias (as 127.0.0.1 is the seeded localhost's) is not taken over.
+    expect((await admin(['create-community', '--host', 'home.example'])).code).toBe(0);
+    await pair.writer.query("insert into community_host_aliases (host, community_id) select 'alias.example', id from communities where host = 'home.example'");
+    const taken = await admin(['create-community', '--host', 'alias.example']);
+    expect(taken.code).toBe(2);
+    expect(taken.stderr.split('\n')[0]).toMatch(/^admin: host alias\.example already belongs to the community of home\.example \([0-9a-f-]{36}\): one host belongs to one community/);
+    expect(await pair.both("select count(*)::int as n from communities where host = 'alias.example'", [], (r) => r[0].n)).toEqual([0, 0]);
+    // Creating a community that exists under its own host again changes nothing and succeeds.
+    expect((await admin(['create-community', '--host', 'home.example'])).code).toBe(0);
     expect((await admin(['list-members'], { DATABASE_URL: '' })).stderr).toBe('admin: DATABASE_URL is not set: point it at the writer the relay uses\n');
     expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
   }, CLI_TEST_MS);
