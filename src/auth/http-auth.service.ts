@@ -16,6 +16,8 @@ export interface HttpAuthRequest {
   readonly communityId: string;
   readonly host: string;
   readonly path: string;
+  /** The query string (`?…`, or empty): NIP-98's `u` may include it. */
+  readonly query?: string;
   readonly method: string;
   readonly rawBody: string;
   readonly authorization: string | undefined;
@@ -65,6 +67,7 @@ export class HttpAuthService {
     const scheme = this.config.relayUrl.startsWith('wss://') ? 'https' : 'http';
     const failure = checkNip98Event(decoded.event, {
       url: `${scheme}://${req.host}${req.path}`,
+      query: req.query,
       method: req.method,
       rawBody: req.rawBody,
       nowSecs: Math.floor(Date.now() / 1000),

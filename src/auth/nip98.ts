@@ -38,6 +38,8 @@ export function decodeNostrAuthorization(header: string | undefined): Nip98Parse
 export interface Nip98Expectation {
   /** `<scheme>://<tenant-host><path>` of this request. */
   readonly url: string;
+  /** The request's query string (`?…`, or empty): a `u` may carry it, as NIP-98 says, or leave it out. */
+  readonly query?: string;
   readonly method: string;
   readonly rawBody: string;
   readonly nowSecs: number;
@@ -50,7 +52,7 @@ export function checkNip98Event(ev: NostrEvent, expect: Nip98Expectation): strin
   if (ev.kind !== NIP98_KIND) return `NIP-98: wrong kind ${ev.kind}`;
   if (Math.abs(ev.created_at - expect.nowSecs) > NIP98_CLOCK_WINDOW_SECS) return 'NIP-98: timestamp outside the allowed window';
   const u = ev.tags.find((t) => t[0] === 'u')?.[1];
-  if (!u || !sameUrl(u, expect.url)) return 'NIP-98: u tag does not match the request URL';
+  if (!u || !(sameUrl(u, expect.url) || (expect.query ? sameUrl(u, expect.url + expect.query) : false))) return 'NIP-98: u tag does not match the request URL';
   const method = ev.tags.find((t) => t[0] === 'method')?.[1];
   if (!method || method.toUpperCase() !== expect.method.toUpperCase()) return 'NIP-98: method tag does not match';
   const payload = ev.tags.find((t) => t[0] === 'payload')?.[1];

@@ -55,6 +55,7 @@ export class BridgeAdmission {
       communityId,
       host: tenant.host,
       path: req.url.split('?')[0],
+      query: req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '',
       method: req.method,
       rawBody,
       authorization: header(req, 'authorization'),

@@ -30,10 +30,14 @@ export function cmd(id: Identity, kind: number, target: string, tags: string[][]
   return id.sign({ kind, created_at: createdAt, tags: [['p', target], ...tags] });
 }
 
-/** A NIP-98 signed `GET` of `httpUrl + path` (the query string is not part of the signed URL). */
-export async function signedGet(id: Identity, httpUrl: string, path: string): Promise<{ status: number; json: Record<string, unknown> }> {
+/**
+ * A NIP-98 signed `GET` of `httpUrl + path`. The signed `u` is the URL without its query string,
+ * or, with `withQuery`, the whole URL as NIP-98 says; the relay accepts both.
+ */
+export async function signedGet(id: Identity, httpUrl: string, path: string, withQuery = false): Promise<{ status: number; json: Record<string, unknown> }> {
+  const u = withQuery ? `${httpUrl}${path}` : `${httpUrl}${path.split('?')[0]}`;
   const auth = finalizeEvent(
-    { kind: 27235, created_at: nowSecs(), content: '', tags: [['u', `${httpUrl}${path.split('?')[0]}`], ['method', 'GET'], ['nonce', randomUUID()]] },
+    { kind: 27235, created_at: nowSecs(), content: '', tags: [['u', u], ['method', 'GET'], ['nonce', randomUUID()]] },
     id.sk,
   );
   const res = await httpRequest(`${httpUrl}${path}`, { headers: { authorization: `Nostr ${Buffer.from(JSON.stringify(auth)).toString('base64')}` } });

@@ -228,6 +228,9 @@ describe('1984 reports, the moderator queue and 9044', () => {
     expect(await signedGet(member, url, '/moderation/reports')).toEqual({ status: 403, json: { error: 'restricted: moderator access required' } });
     expect(await signedGet(member, url, '/moderation/audit')).toEqual({ status: 403, json: { error: 'restricted: moderator access required' } });
     expect((await signedGet(admin, url, '/moderation/reports?status=closed')).status).toBe(400);
+    // NIP-98's `u` is the absolute URL with its query string: signed that way, the same answer.
+    expect(await signedGet(admin, url, '/moderation/reports?status=open', true)).toEqual(listed);
+    expect((await signedGet(admin, url, '/moderation/audit?limit=5', true)).status).toBe(200);
     expect((await httpRequest(`${url}/moderation/reports`, {})).status).toBe(401);
   });
 
