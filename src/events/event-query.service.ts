@@ -39,9 +39,9 @@ export const FLIGHT_MAX_TERMS = 64;
 export const FLIGHT_MAX_KEY_CHARS = 4096;
 export const CHANNEL_METADATA_KIND = 39000;
 /**
- * The memory one filter's page may take (the `history` pool): Postgres sends at most a third of it
- * (byteCapped, HEAP_BYTES_PER_TEXT_BYTE), the rest is what the rows cost beyond their bytes. A page over larger
- * events is cut short, as NIP-01 allows; clients page on with `until`.
+ * The memory one part of a filter's page may take (the `history` pool): Postgres sends at most a
+ * third of it (byteCapped, HEAP_BYTES_PER_TEXT_BYTE), the rest is what the rows cost beyond their
+ * bytes. A larger page is read in several parts, each once the previous one was sent.
  */
 export const HISTORY_PAGE_LEASE_BYTES = 1024 * 1024;
 /** Below this a page is not worth reading: the read is refused for memory instead. */
