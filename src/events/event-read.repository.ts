@@ -22,9 +22,6 @@ export class EventReadRepository {
    *
    * Without an offset the page is first read from the recent partitions alone (RECENT_WINDOW_SECS,
    * see recentFloor); only a page that window cannot fill is read again over every partition.
-   *
-   * With `byteCap` the page ends where its rows reach that many bytes (byteCapped; at least one
-   * row): fewer than `limit` events, as NIP-01 allows, and the client pages on with `until`.
    */
   async query(db: Kysely<DB>, scope: ReadScope, filter: NostrFilter, limit: number, offset = 0, nowMs = Date.now()): Promise<NostrEvent[]> {
     return (await this.queryPage(db, scope, filter, limit, offset, nowMs)).events;
