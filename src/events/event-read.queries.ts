@@ -420,7 +420,6 @@ function hexArray(values: readonly string[]): Buffer[] {
   return values.map((v) => Buffer.from(v, 'hex'));
 }
 
-
 /**
  * A page statement cut at `cap` bytes (PAGE_ROW_FIXED_BYTES per row besides content and tags),
  * in page order: the rows whose running total stays within the cap, and always the first row
