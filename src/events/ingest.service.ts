@@ -4,7 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../common/nostr.types.js';
+import { isHex64, NostrEvent } from '../common/nostr.types.js';
 import { DatabaseService } from '../database/database.service.js';
 import { DB } from '../database/database.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
@@ -48,6 +48,8 @@ export interface IngestContext {
 const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
 /** Over HTTP these give 400 (relay.md §3.2): presence needs a socket, gift wraps are WS-only upstream. */
 const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.GIFT_WRAP, KIND.PRESENCE]);
+/** `e` tags a reaction may carry besides its target: the target's thread context, which clients copy (NIP-25). */
+const MAX_REACTION_CONTEXT_REFS = 16;
 
 
 @Injectable()
@@ -154,6 +156,7 @@ export class IngestService {
     if (fromTarget) {
       const target = await this.onWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
       if (target === undefined && event.kind === 7) reject(TARGET_NOT_FOUND.reaction);
+      if (target !== undefined && event.kind === 7) await this.reactionRefsInChannel(event, communityId, fromTarget, target.channelId);
       return { channelId: target?.channelId ?? null };
     }
     if (fromCoordinate) {
@@ -164,6 +167,27 @@ export class IngestService {
       return { channelId: target?.channelId ?? null };
     }
     return derived;
+  }
+
+  /**
+   * A reaction is about one event, its last `e` (NIP-25); the other `e` tags clients copy from
+   * the target (its thread's root, its parent) are context, and show the reaction under those
+   * events too (`#e`, thread aux). So each one that names a stored event must name one in the
+   * target's channel: an `e` into another channel (a private message, under an open one's
+   * reaction) is refused with the answer for a missing target, whatever that channel is.
+   */
+  private async reactionRefsInChannel(event: NostrEvent, communityId: string, target: string, channelId: string | null): Promise<void> {
+    const others = [...new Set(event.tags.filter((t) => t[0] === 'e' && isHex64(t[1]) && t[1] !== target).map((t) => t[1]))];
+    if (others.length === 0) return;
+    if (others.length > MAX_REACTION_CONTEXT_REFS) reject(`invalid: a reaction may name at most ${MAX_REACTION_CONTEXT_REFS} events besides its target`);
+    const elsewhere = await this.onWriter(async (db) => {
+      for (const id of others) {
+        const ref = await this.repo.findTarget(db, communityId, id);
+        if (ref !== undefined && ref.channelId !== channelId) return true;
+      }
+      return false;
+    });
+    if (elsewhere) reject(TARGET_NOT_FOUND.reaction);
   }
 
   private async placeInThread(event: NostrEvent, communityId: string, channelId: string | null): Promise<ThreadPlacement | null> {

@@ -89,6 +89,21 @@ describe('a write naming an event the writer cannot read answers as for a missin
     expect(await liveOnBoth(secret.id)).toEqual([true, true]);
   });
 
+  it('a reaction to an open message that also names a private one (two e tags) is refused as for a missing target, and never reaches the private message', async () => {
+    const sneaky = mallory.sign({ kind: 7, content: '+', tags: [['e', secret.id], ['e', visible.id]] });
+    const lost = mallory.sign({ kind: 7, content: '👀', tags: [['e', randomId()], ['e', visible.id]] });
+    expect(await m.publish(sneaky)).toEqual([false, 'invalid: reaction target event not found']);
+    expect(await stored(sneaky.id)).toBe(false);
+    // Context naming nothing stored tells nothing and is kept, as clients copy thread tags.
+    expect(await m.publish(lost)).toEqual([true, '']);
+    // A member who reads both channels is held to one channel too: the reaction would show under the private message.
+    const a = await connect(alice);
+    const crossed = alice.sign({ kind: 7, content: '+', tags: [['e', secret.id], ['e', visible.id]] });
+    expect(await a.publish(crossed)).toEqual([false, 'invalid: reaction target event not found']);
+    const members = await a.req('under-secret', { kinds: [7], '#e': [secret.id] });
+    expect(members.events.map((e) => e.id)).toEqual([]);
+  });
+
   it('a deletion (5): both accepted as NIP-09 requests for nothing; the private message stays', async () => {
     const onHidden = mallory.sign({ kind: 5, tags: [['e', secret.id]] });
     const onMissing = mallory.sign({ kind: 5, tags: [['e', randomId()]] });
