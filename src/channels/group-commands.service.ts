@@ -23,6 +23,7 @@ import { reject } from '../events/rejection.js';
 import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
 import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
+import { TtlMap } from '../redis/ttl-map.js';
 
 export const GROUP_KINDS = {
   PUT_USER: 9000,
@@ -43,11 +44,19 @@ const HEX64 = /^[0-9a-f]{64}$/;
 /** Invite bounds: codes per 9009, code length, unspent codes per channel, lifetime. */
 export const INVITE_LIMITS = {
   codesPerEvent: 10,
+  /** 12 characters of a URL-safe alphabet hold some 70 bits: not guessable within the failed-join window. */
+  codeMinLength: 12,
   codeMaxLength: 128,
+  /** Failed invite codes a channel takes per window (on this pod) before its code joins are refused until the window ends. */
+  failedJoinsPerWindow: 20,
+  failedJoinWindowSecs: 600,
   openPerChannel: 100,
   defaultTtlSecs: 7 * 24 * 3600,
   maxTtlSecs: 30 * 24 * 3600,
 } as const;
+
+/** A private channel that took failedJoinsPerWindow wrong codes refuses code joins until its window ends. */
+export const FAILED_JOINS_REASON = 'rate-limited: too many failed invite codes for this channel, retry later';
 
 type Authority = 'admin' | 'owner';
 
@@ -69,6 +78,14 @@ const NO_EFFECT: GroupEffect = { accessChanged: [], deletedIds: [], added: [], r
 
 @Injectable()
 export class GroupCommandService {
+  /**
+   * Failed invite codes per channel in the current window: keys are free, so guessing is bounded
+   * per channel, not per key. A channel's count is kept until failedJoinWindowSecs after its
+   * latest failure (refused joins add none), so a locked channel opens again that long after the
+   * failure that locked it; each pod counts its own.
+   */
+  private readonly failedJoins = new TtlMap<number>(INVITE_LIMITS.failedJoinWindowSecs * 1000, 100_000);
+
   constructor(
     private readonly channels: ChannelRepository,
     private readonly ranks: ChannelRanks,
@@ -138,8 +155,13 @@ export class GroupCommandService {
     if (ch!.visibility === 'private') {
       const code = tagValue(ev, 'code');
       if (code === undefined) reject('restricted: channel is private');
+      const key = `${communityId}/${channelId}`;
+      if ((this.failedJoins.get(key) ?? 0) >= INVITE_LIMITS.failedJoinsPerWindow) reject(FAILED_JOINS_REASON);
       const spent = await this.channels.spendInvite(tx, communityId, channelId, code!, ev.pubkey);
-      if (!spent) reject('restricted: invite code is invalid, already used or expired');
+      if (!spent) {
+        this.failedJoins.set(key, (this.failedJoins.get(key) ?? 0) + 1);
+        reject('restricted: invite code is invalid, already used or expired');
+      }
     }
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'member');
     return { ...NO_EFFECT, accessChanged: [ev.pubkey], added: ch!.visibility === 'private' ? [ev.pubkey] : [] };
@@ -206,7 +228,7 @@ export class GroupCommandService {
   }
 
   /**
-   * 9009: 1–10 `code` tags, each 1–128 characters, single-use. They expire after 7 days, or at the
+   * 9009: 1–10 `code` tags, each 12–128 characters, single-use. They expire after 7 days, or at the
    * event's NIP-40 `expiration` when that is sooner (at most 30 days ahead); a channel holds at
    * most 100 unspent, unexpired codes.
    */
@@ -215,7 +237,9 @@ export class GroupCommandService {
     const codes = ev.tags.filter((t) => t[0] === 'code').map((t) => t[1] ?? '');
     if (codes.length === 0) reject('invalid: invite needs a code tag');
     if (codes.length > INVITE_LIMITS.codesPerEvent) reject(`invalid: at most ${INVITE_LIMITS.codesPerEvent} code tags per invite`);
-    if (codes.some((c) => c.length === 0 || c.length > INVITE_LIMITS.codeMaxLength)) reject(`invalid: invite code must be 1 to ${INVITE_LIMITS.codeMaxLength} characters`);
+    if (codes.some((c) => c.length < INVITE_LIMITS.codeMinLength || c.length > INVITE_LIMITS.codeMaxLength)) {
+      reject(`invalid: invite code must be ${INVITE_LIMITS.codeMinLength} to ${INVITE_LIMITS.codeMaxLength} characters`);
+    }
     if (new Set(codes).size !== codes.length) reject('invalid: duplicate invite code');
     const now = Math.floor(Date.now() / 1000);
     const expirationTag = tagValue(ev, 'expiration');

@@ -117,7 +117,7 @@ describe('NIP-29 admin commands: who may run them', () => {
       carol.sign({ kind: 9001, tags: [['h', ch], ['p', dave.pubkey]] }),
       carol.sign({ kind: 9002, tags: [['h', ch], ['name', 'mine']] }),
       carol.sign({ kind: 9005, tags: [['h', ch], ['e', msg.id]] }),
-      carol.sign({ kind: 9009, tags: [['h', ch], ['code', 'sneaky']] }),
+      carol.sign({ kind: 9009, tags: [['h', ch], ['code', 'sneaky-code-0001']] }),
     ];
     for (const ev of attempts) {
       expect(await publish(carol, ev)).toEqual([false, ADMIN_REQUIRED]);
@@ -192,7 +192,7 @@ describe('NIP-29 invites (9009 → 9021 code)', () => {
   });
 
   it('an admin mints codes; each admits one person once to the private channel', async () => {
-    const invite = alice.sign({ kind: 9009, tags: [['h', ch], ['code', 'welcome-1'], ['code', 'welcome-2']] });
+    const invite = alice.sign({ kind: 9009, tags: [['h', ch], ['code', 'welcome-one-0001'], ['code', 'welcome-two-0002']] });
     expect(await publish(alice, invite)).toEqual([true, '']);
     expect(await stored(invite.id)).toBe(true);
     const [w, r] = await both<{ code: string; used: boolean; days: number }>(
@@ -200,58 +200,60 @@ describe('NIP-29 invites (9009 → 9021 code)', () => {
       [ch],
     );
     expect(r).toEqual(w);
-    expect(w).toEqual([{ code: 'welcome-1', used: false, days: 7 }, { code: 'welcome-2', used: false, days: 7 }]);
+    expect(w).toEqual([{ code: 'welcome-one-0001', used: false, days: 7 }, { code: 'welcome-two-0002', used: false, days: 7 }]);
 
     expect(await cmd(erin, 9021, ch)).toEqual([false, 'restricted: channel is private']);
-    expect(await cmd(erin, 9021, ch, [['code', 'wrong']])).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
+    expect(await cmd(erin, 9021, ch, [['code', 'wrong-code-00000']])).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
     expect(await roleOf(ch, erin.pubkey)).toBe('none');
-    const join = erin.sign({ kind: 9021, tags: [['h', ch], ['code', 'welcome-1']] });
+    const join = erin.sign({ kind: 9021, tags: [['h', ch], ['code', 'welcome-one-0001']] });
     expect(await publish(erin, join)).toEqual([true, '']);
     expect(await stored(join.id)).toBe(true);
     expect(await roleOf(ch, erin.pubkey)).toBe('member');
-    const used = await both<{ used_by: string }>(`select used_by from channel_invites where channel_id = $1 and code = 'welcome-1'`, [ch]);
+    const used = await both<{ used_by: string }>(`select used_by from channel_invites where channel_id = $1 and code = 'welcome-one-0001'`, [ch]);
     expect(used).toEqual([[{ used_by: erin.pubkey }], [{ used_by: erin.pubkey }]]);
     // Erin now reads the private channel.
     const { events } = await client(erin).req(`inv-${randomUUID()}`, { kinds: [39000], '#d': [ch] });
     expect(events).toHaveLength(1);
 
     // Spent: the same code admits nobody else; a second join is a duplicate.
-    const reuse = frank.sign({ kind: 9021, tags: [['h', ch], ['code', 'welcome-1']] });
+    const reuse = frank.sign({ kind: 9021, tags: [['h', ch], ['code', 'welcome-one-0001']] });
     expect(await publish(frank, reuse)).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
     expect(await stored(reuse.id)).toBe(false);
     expect(await roleOf(ch, frank.pubkey)).toBe('none');
-    expect(await cmd(erin, 9021, ch, [['code', 'welcome-2']])).toEqual([false, 'duplicate: already a channel member']);
-    const [[left]] = await both<{ used: boolean }>(`select used_at is not null as used from channel_invites where channel_id = $1 and code = 'welcome-2'`, [ch]);
+    expect(await cmd(erin, 9021, ch, [['code', 'welcome-two-0002']])).toEqual([false, 'duplicate: already a channel member']);
+    const [[left]] = await both<{ used: boolean }>(`select used_at is not null as used from channel_invites where channel_id = $1 and code = 'welcome-two-0002'`, [ch]);
     expect(left.used).toBe(false);
   });
 
   it('an expired code admits nobody', async () => {
-    expect(await cmd(alice, 9009, ch, [['code', 'stale']])).toEqual([true, '']);
-    await writer.query(`update channel_invites set expires_at = now() - interval '1 second' where channel_id = $1 and code = 'stale'`, [ch]);
-    expect(await cmd(frank, 9021, ch, [['code', 'stale']])).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
+    expect(await cmd(alice, 9009, ch, [['code', 'stale-code-00001']])).toEqual([true, '']);
+    await writer.query(`update channel_invites set expires_at = now() - interval '1 second' where channel_id = $1 and code = 'stale-code-00001'`, [ch]);
+    expect(await cmd(frank, 9021, ch, [['code', 'stale-code-00001']])).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
     expect(await roleOf(ch, frank.pubkey)).toBe('none');
   });
 
   it('invites are bounded: code count, length, expiration, open codes per channel, duplicates', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const many = Array.from({ length: 11 }, (_, i) => ['code', `c${i}`]);
+    const many = Array.from({ length: 11 }, (_, i) => ['code', `many-codes-${i}x`]);
     expect(await cmd(alice, 9009, ch, many)).toEqual([false, 'invalid: at most 10 code tags per invite']);
     expect(await cmd(alice, 9009, ch)).toEqual([false, 'invalid: invite needs a code tag']);
-    expect(await cmd(alice, 9009, ch, [['code', 'x'.repeat(129)]])).toEqual([false, 'invalid: invite code must be 1 to 128 characters']);
-    expect(await cmd(alice, 9009, ch, [['code', 'far'], ['expiration', String(now + 31 * 86400)]])).toEqual([false, 'invalid: invite expiration at most 30 days ahead']);
-    expect(await cmd(alice, 9009, ch, [['code', 'past'], ['expiration', String(now - 10)]])).toEqual([false, 'invalid: invite expiration must be a future unix time']);
-    expect(await cmd(alice, 9009, ch, [['code', 'welcome-2']])).toEqual([false, 'invalid: invite code already exists in this channel']);
+    expect(await cmd(alice, 9009, ch, [['code', 'x'.repeat(129)]])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
+    expect(await cmd(alice, 9009, ch, [['code', 'a']])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
+    expect(await cmd(alice, 9009, ch, [['code', 'eleven-char']])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
+    expect(await cmd(alice, 9009, ch, [['code', 'far-future-0001'], ['expiration', String(now + 31 * 86400)]])).toEqual([false, 'invalid: invite expiration at most 30 days ahead']);
+    expect(await cmd(alice, 9009, ch, [['code', 'in-the-past-001'], ['expiration', String(now - 10)]])).toEqual([false, 'invalid: invite expiration must be a future unix time']);
+    expect(await cmd(alice, 9009, ch, [['code', 'welcome-two-0002']])).toEqual([false, 'invalid: invite code already exists in this channel']);
     // A spent code may be minted again; a sooner NIP-40 expiration is kept.
-    expect(await cmd(alice, 9009, ch, [['code', 'welcome-1'], ['expiration', String(now + 3600)]])).toEqual([true, '']);
+    expect(await cmd(alice, 9009, ch, [['code', 'welcome-one-0001'], ['expiration', String(now + 3600)]])).toEqual([true, '']);
     const [[again]] = await both<{ used: boolean; hours: number }>(
-      `select used_at is not null as used, round(extract(epoch from expires_at - now()) / 3600)::int as hours from channel_invites where channel_id = $1 and code = 'welcome-1'`,
+      `select used_at is not null as used, round(extract(epoch from expires_at - now()) / 3600)::int as hours from channel_invites where channel_id = $1 and code = 'welcome-one-0001'`,
       [ch],
     );
     expect(again).toEqual({ used: false, hours: 1 });
     const { rows } = await writer.query(`select count(*)::int as n from channel_invites where channel_id = $1 and used_at is null and expires_at > now()`, [ch]);
     const room = 100 - rows[0].n;
     for (let i = 0; i < room; i += 10) {
-      const batch = Array.from({ length: Math.min(10, room - i) }, (_, k) => ['code', `fill-${i + k}`]);
+      const batch = Array.from({ length: Math.min(10, room - i) }, (_, k) => ['code', `fill-code-${i + k}-xx`]);
       expect(await cmd(alice, 9009, ch, batch)).toEqual([true, '']);
     }
     expect(await cmd(alice, 9009, ch, [['code', 'one-too-many']])).toEqual([false, 'restricted: a channel holds at most 100 open invite codes']);
@@ -259,8 +261,8 @@ describe('NIP-29 invites (9009 → 9021 code)', () => {
 
   it('an open channel needs no code and does not spend one', async () => {
     const open = await newChannel(alice, [['name', 'open']]);
-    expect(await cmd(alice, 9009, open, [['code', 'unused']])).toEqual([true, '']);
-    expect(await cmd(frank, 9021, open, [['code', 'unused']])).toEqual([true, '']);
+    expect(await cmd(alice, 9009, open, [['code', 'unused-code-0001']])).toEqual([true, '']);
+    expect(await cmd(frank, 9021, open, [['code', 'unused-code-0001']])).toEqual([true, '']);
     expect(await roleOf(open, frank.pubkey)).toBe('member');
     const [[row]] = await both<{ used: boolean }>(`select used_at is not null as used from channel_invites where channel_id = $1`, [open]);
     expect(row.used).toBe(false);
@@ -418,11 +420,27 @@ describe('44100 / 44101 membership notices', () => {
     expect(erins).toEqual([]);
   });
 
+  it('a private channel that took 20 wrong invite codes refuses code joins for the window, a valid code included; other channels are not affected', async () => {
+    const locked = await newChannel(alice);
+    const other = await newChannel(alice);
+    expect(await cmd(alice, 9009, locked, [['code', 'locked-valid-0001']])).toEqual([true, '']);
+    expect(await cmd(alice, 9009, other, [['code', 'other-valid-00001']])).toEqual([true, '']);
+    // Keys are free: the guesses come from several keys, and the bound is the channel's.
+    const guessers = [bob, erin, carol, dave];
+    for (let i = 0; i < 20; i++) {
+      expect(await cmd(guessers[i % guessers.length], 9021, locked, [['code', `guess-${i}-${randomUUID()}`]])).toEqual([false, 'restricted: invite code is invalid, already used or expired']);
+    }
+    expect(await cmd(frank, 9021, locked, [['code', 'locked-valid-0001']])).toEqual([false, 'rate-limited: too many failed invite codes for this channel, retry later']);
+    expect(await roleOf(locked, frank.pubkey)).toBe('none');
+    expect(await cmd(frank, 9021, other, [['code', 'other-valid-00001']])).toEqual([true, '']);
+    expect(await roleOf(other, frank.pubkey)).toBe('member');
+  });
+
   it('joining a private channel with an invite code sends a 44100, leaving it (9022) a 44101; leaving an open one sends none', async () => {
     const priv = await newChannel(alice);
     const open = await newChannel(alice, [['name', 'open-leave']]);
-    expect(await cmd(alice, 9009, priv, [['code', 'frank-only']])).toEqual([true, '']);
-    expect(await cmd(frank, 9021, priv, [['code', 'frank-only']])).toEqual([true, '']);
+    expect(await cmd(alice, 9009, priv, [['code', 'frank-only-0001']])).toEqual([true, '']);
+    expect(await cmd(frank, 9021, priv, [['code', 'frank-only-0001']])).toEqual([true, '']);
     expect(await cmd(frank, 9022, priv)).toEqual([true, '']);
     expect(await cmd(frank, 9021, open)).toEqual([true, '']);
     expect(await cmd(frank, 9022, open)).toEqual([true, '']);
