@@ -24,7 +24,8 @@ function upgrade(
   peer = '198.51.100.1',
 ): { req: IncomingMessage; answers: Answer[]; done: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void } {
   const socket = Object.assign(new EventEmitter(), { remoteAddress: peer, destroyed: false });
-  const req = { headers: { host, origin }, socket } as unknown as IncomingMessage;
+  const rawHeaders = [...(host === undefined ? [] : ['Host', host]), ...(origin === undefined ? [] : ['Origin', origin])];
+  const req = { headers: { host, origin }, rawHeaders, socket } as unknown as IncomingMessage;
   const answers: Answer[] = [];
   return {
     req,
