@@ -23,6 +23,8 @@ export interface ParsedCommand {
   readonly command: string;
   readonly pubkey?: string;
   readonly host: string;
+  /** No `--host` was given: the command acts on the first of BUZZ_DEFAULT_COMMUNITY_HOSTS (and says so). */
+  readonly defaultHost: boolean;
   readonly role?: string;
   readonly reason?: string;
   readonly expires?: number;
@@ -69,5 +71,5 @@ export function parseCommand(argv: readonly string[], config: AppConfig): Parsed
     if (!/^\d{1,12}$/.test(values.expires) || Number(values.expires) <= Math.floor(Date.now() / 1000)) throw new UsageError('--expires must be a future unix time in seconds');
     expires = Number(values.expires);
   }
-  return { command, pubkey, host, role: values.role, reason: values.reason, expires, name: values.name };
+  return { command, pubkey, host, defaultHost: values.host === undefined, role: values.role, reason: values.reason, expires, name: values.name };
 }

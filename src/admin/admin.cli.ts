@@ -22,6 +22,8 @@ async function main(argv: readonly string[]): Promise<number> {
     if (err instanceof UsageError) return fail(2, `${err.message}\n${USAGE}`);
     throw err;
   }
+  // Said before anything is read or written: a command without --host acts on the default host.
+  if (cmd.defaultHost) process.stderr.write(`admin: acting on host ${cmd.host} (the first of BUZZ_DEFAULT_COMMUNITY_HOSTS; --host <host> to choose)\n`);
   if (config.relayPrivateKey === undefined && (cmd.command === 'add-member' || cmd.command === 'remove-member')) {
     process.stderr.write('admin: warning: BUZZ_RELAY_PRIVATE_KEY is not set: the NIP-43 events this writes (8000/8001, 13534) are signed by a one-off key; set the relay\'s key\n');
   }

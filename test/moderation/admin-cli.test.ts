@@ -18,6 +18,8 @@ import { PairState } from './membership-state.js';
 
 const ADMIN_CLI = path.resolve(import.meta.dirname, '../../dist/src/admin/admin.cli.js');
 const CLI_TEST_MS = 300_000;
+/** What a command without --host says first, on stderr (the test's BUZZ_DEFAULT_COMMUNITY_HOSTS is team.example). */
+const DEFAULT_HOST_NOTE = 'admin: acting on host team.example (the first of BUZZ_DEFAULT_COMMUNITY_HOSTS; --host <host> to choose)\n';
 const RELAY_KEY = randomBytes(32).toString('hex');
 const RELAY_PUBKEY = getPublicKey(Buffer.from(RELAY_KEY, 'hex'));
 const owner = newIdentity();
@@ -77,9 +79,9 @@ describe('operator CLI', () => {
     expect(created.code).toBe(0);
     expect(created.stdout).toMatch(/^community team\.example: [0-9a-f-]{36}\nowner [0-9a-f]{64} \(RELAY_OWNER_PUBKEY\)\n$/);
     expect(await roleIn('team.example', owner.pubkey)).toEqual(['owner', 'owner']);
-    expect(await admin(['add-member', nip19.npubEncode(alice.pubkey)])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is a member of team.example (an existing member keeps their role)\n` });
+    expect(await admin(['add-member', nip19.npubEncode(alice.pubkey)])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is a member of team.example (an existing member keeps their role)\n`, stderr: DEFAULT_HOST_NOTE });
     const bob = newIdentity();
-    expect((await admin(['add-member', bob.pubkey.toUpperCase(), '--role', 'admin', '--host', 'team.example'])).code).toBe(0);
+    expect(await admin(['add-member', bob.pubkey.toUpperCase(), '--role', 'admin', '--host', 'team.example'])).toMatchObject({ code: 0, stderr: '' });
     expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
     expect(await roleIn('team.example', bob.pubkey)).toEqual(['admin', 'admin']);
     const listed = await admin(['list-members']);
@@ -104,7 +106,7 @@ describe('operator CLI', () => {
     expect((await admin(['add-member', carol.pubkey])).code).toBe(0);
     expect(await admin(['remove-member', carol.pubkey])).toMatchObject({ code: 0, stdout: `${carol.pubkey} removed from team.example\n` });
     expect(await roleIn('team.example', carol.pubkey)).toEqual([null, null]);
-    expect(await admin(['remove-member', carol.pubkey])).toMatchObject({ code: 1, stderr: `admin: refused: invalid: member not found: ${carol.pubkey}\n` });
+    expect(await admin(['remove-member', carol.pubkey])).toMatchObject({ code: 1, stderr: `${DEFAULT_HOST_NOTE}admin: refused: invalid: member not found: ${carol.pubkey}\n` });
     const until = Math.floor(Date.now() / 1000) + 3600;
     expect(await admin(['ban', carol.pubkey, '--reason', 'spam', '--expires', String(until)])).toMatchObject({ code: 0, stdout: `${carol.pubkey} banned from team.example until ${until}\n` });
     expect(await pair.both('select reason, extract(epoch from expires_at)::bigint::int as exp from bans where pubkey = $1', [carol.pubkey], (r) => r[0] ?? null)).toEqual([
@@ -113,13 +115,13 @@ describe('operator CLI', () => {
     ]);
     expect(await admin(['unban', nip19.npubEncode(carol.pubkey)])).toMatchObject({ code: 0 });
     expect(await pair.both('select 1 from bans where pubkey = $1', [carol.pubkey], (r) => r.length)).toEqual([0, 0]);
-    expect(await admin(['unban', carol.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: member is not banned\n' });
+    expect(await admin(['unban', carol.pubkey])).toMatchObject({ code: 1, stderr: DEFAULT_HOST_NOTE + 'admin: refused: invalid: member is not banned\n' });
     // One audit row per change, with no actor (the CLI), none for the refused unban.
     const audit = (rows: Record<string, unknown>[]) => rows.map((r) => [r.action, r.actor_pubkey, r.reason]);
     const trail = [['ban', null, 'spam'], ['unban', null, null]];
     expect(await pair.both('select action, actor_pubkey, reason from moderation_actions where target_pubkey = $1 order by created_at', [carol.pubkey], audit)).toEqual([trail, trail]);
-    expect(await admin(['ban', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: restricted: cannot moderate a relay owner, operator or admin of equal or higher rank\n' });
-    expect(await admin(['remove-member', owner.pubkey])).toMatchObject({ code: 1, stderr: 'admin: refused: invalid: cannot remove the relay owner\n' });
+    expect(await admin(['ban', owner.pubkey])).toMatchObject({ code: 1, stderr: DEFAULT_HOST_NOTE + 'admin: refused: restricted: cannot moderate a relay owner, operator or admin of equal or higher rank\n' });
+    expect(await admin(['remove-member', owner.pubkey])).toMatchObject({ code: 1, stderr: DEFAULT_HOST_NOTE + 'admin: refused: invalid: cannot remove the relay owner\n' });
   }, CLI_TEST_MS);
 
   it('refuses bad input with a clear message and exit status 2, changing nothing', async () => {
