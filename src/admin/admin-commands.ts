@@ -46,9 +46,15 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
       const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
       return rows.length === 0 ? [`no members in ${cmd.host}`] : rows.map((r) => `${r.pubkey} ${r.role}`);
     }
-    case 'add-member':
-      await admin.addMember(community.id, 'operator', pk, cmd.role ?? 'member');
-      return [`${pk} is a ${cmd.role ?? 'member'} of ${cmd.host} (an existing member keeps their role)`];
+    case 'add-member': {
+      const wanted = cmd.role ?? 'member';
+      await admin.addMember(community.id, 'operator', pk, wanted);
+      // Said as it is now: an existing member keeps their role, whatever --role asked for.
+      const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
+      const role = rows.find((r) => r.pubkey === pk)?.role ?? wanted;
+      if (role === wanted) return [`${pk} is ${withArticle(role)} of ${cmd.host}`];
+      return [`${pk} is already ${withArticle(role)} of ${cmd.host} and stays one: an existing member keeps their role (remove-member, then add-member --role ${wanted}, to change it)`];
+    }
     case 'remove-member':
       await admin.removeMember(community.id, 'operator', pk);
       return [`${pk} removed from ${cmd.host}`];
@@ -59,4 +65,9 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
       await moderation.unban(community.id, 'operator', pk);
       return [`${pk} unbanned in ${cmd.host}`];
   }
+}
+
+/** `a member`, `an admin`, `an owner`. */
+function withArticle(role: string): string {
+  return `${/^[aeiou]/.test(role) ? 'an' : 'a'} ${role}`;
 }
