@@ -99,9 +99,14 @@ interface WorkerSlot {
   inflightEvents: number;
   ready: boolean;
   dead: boolean;
+  /** Resolves once the worker said it is ready, or exited: it is no longer loading its backend. */
+  settled: Promise<void>;
+  settle: () => void;
 }
 
 const STARTUP_FAILURE_LIMIT = 3;
+/** How long close() lets a starting worker finish loading before it terminates it anyway. */
+const RETIRE_STARTUP_WAIT_MS = 5000;
 const MAX_RESPAWN_DELAY_MS = 5000;
 
 export function isSignatureVerifierError(error: unknown): error is SignatureVerifierError {
@@ -239,6 +244,7 @@ export class SignatureVerifier {
   private onReply(slot: WorkerSlot, reply: WorkerReply): void {
     if (reply.type === 'ready') {
       slot.ready = true;
+      slot.settle();
       this.startupFailures = 0;
       return;
     }
@@ -295,17 +301,32 @@ export class SignatureVerifier {
 
   private startSlot(index: number): WorkerSlot {
     const worker = createVerifierWorker(this.options.backend ?? 'auto');
-    const slot: WorkerSlot = { worker, inflight: new Map(), inflightEvents: 0, ready: false, dead: false };
+    let settle = (): void => undefined;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const slot: WorkerSlot = { worker, inflight: new Map(), inflightEvents: 0, ready: false, dead: false, settled, settle };
     worker.unref();
     worker.on('message', (reply: WorkerReply) => this.onReply(slot, reply));
     worker.on('messageerror', () => void worker.terminate());
     worker.on('error', () => undefined); // the 'exit' that always follows does the bookkeeping
-    worker.on('exit', (code) => this.onExit(slot, index, code));
+    worker.on('exit', (code) => {
+      slot.settle();
+      this.onExit(slot, index, code);
+    });
     this.options.onWorkerStart?.(worker);
     return slot;
   }
 
+  /**
+   * Terminates a worker once it has finished starting (or after RETIRE_STARTUP_WAIT_MS). The admin
+   * CLI, which closes the verifier moments after creating it, aborted in CI with `terminate called
+   * after throwing an instance of 'Napi::Error'`: a worker torn down while loading the native
+   * backend. Not reproduced in 50 direct tries here; this removes the one teardown that can meet a
+   * loading worker.
+   */
   private async retire(slot: WorkerSlot): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([slot.settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, RETIRE_STARTUP_WAIT_MS).unref()))]);
+    clearTimeout(timer);
     await slot.worker.terminate();
     slot.dead = true;
     this.failInflight(slot, verifierError('closed', 'signature verifier is closed'));
