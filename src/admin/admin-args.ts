@@ -8,7 +8,7 @@ import { parsePubkey } from '../common/npub.js';
 import { normalizeHost } from '../tenancy/host.js';
 
 export const USAGE = `usage: npm run admin -- <command> [options]
-  create-community --host <host> [--name <name>]
+  create-community --host <host> [--name <name>] [--move]
   add-member <npub|hex> [--role member|admin] [--host <host>]
   remove-member <npub|hex> [--host <host>]
   ban <npub|hex> [--reason <text>] [--expires <unix seconds>] [--host <host>]
@@ -29,6 +29,8 @@ export interface ParsedCommand {
   readonly reason?: string;
   readonly expires?: number;
   readonly name?: string;
+  /** create-community: take the host from the community that has it as an alias. */
+  readonly move?: boolean;
 }
 
 const NEEDS_PUBKEY = new Set(['add-member', 'remove-member', 'ban', 'unban']);
@@ -41,7 +43,7 @@ export function parseCommand(argv: readonly string[], config: AppConfig): Parsed
       args: [...argv],
       allowPositionals: true,
       strict: true,
-      options: { host: { type: 'string' }, role: { type: 'string' }, reason: { type: 'string' }, expires: { type: 'string' }, name: { type: 'string' } },
+      options: { host: { type: 'string' }, role: { type: 'string' }, reason: { type: 'string' }, expires: { type: 'string' }, name: { type: 'string' }, move: { type: 'boolean' } },
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
@@ -56,6 +58,7 @@ export function parseCommand(argv: readonly string[], config: AppConfig): Parsed
   const host = normalizeHost(values.host ?? config.defaultCommunityHosts[0]);
   if (host === undefined || /[\s/]/.test(host)) throw new UsageError(`invalid --host ${JSON.stringify(values.host ?? '')}`);
   const allowed: Record<string, readonly string[]> = { 'add-member': ['role'], ban: ['reason', 'expires'], 'create-community': ['name'] };
+  if (values.move === true && command !== 'create-community') throw new UsageError(`--move does not apply to ${command}`);
   for (const opt of ['role', 'reason', 'expires', 'name'] as const) {
     if (values[opt] !== undefined && !(allowed[command] ?? []).includes(opt)) throw new UsageError(`--${opt} does not apply to ${command}`);
   }
@@ -71,5 +74,5 @@ export function parseCommand(argv: readonly string[], config: AppConfig): Parsed
     if (!/^\d{1,12}$/.test(values.expires) || Number(values.expires) <= Math.floor(Date.now() / 1000)) throw new UsageError('--expires must be a future unix time in seconds');
     expires = Number(values.expires);
   }
-  return { command, pubkey, host, defaultHost: values.host === undefined, role: values.role, reason: values.reason, expires, name: values.name };
+  return { command, pubkey, host, defaultHost: values.host === undefined, role: values.role, reason: values.reason, expires, name: values.name, move: values.move };
 }

@@ -24,9 +24,17 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
     // primary host or an alias) is not taken over, which would leave its clients in an empty one.
     const owner = await communities.findByHost([cmd.host]);
     if (owner !== undefined && owner.host !== cmd.host) {
-      throw new UsageError(`host ${cmd.host} already belongs to the community of ${owner.host} (${owner.id}): one host belongs to one community; create the new one under another host`);
+      // The host is an alias of another community (its own host is never taken: that community
+      // would be left with none). Moving it is said explicitly, and said before it is done.
+      if (!cmd.move) {
+        throw new UsageError(
+          `host ${cmd.host} already belongs to the community of ${owner.host} (${owner.id}): one host belongs to one community; ` +
+            `to move it to a new community (its clients then see that community's history, not this one's): create-community --host ${cmd.host} --move`,
+        );
+      }
+      process.stderr.write(`admin: moving host ${cmd.host} from the community of ${owner.host} (${owner.id}) to a new community\n`);
     }
-    const id = await communities.ensureCommunity([cmd.host], cmd.name ?? cmd.host);
+    const id = await communities.ensureCommunity([cmd.host], cmd.name ?? cmd.host, owner !== undefined && owner.host !== cmd.host);
     const lines = [`community ${cmd.host}: ${id}`];
     if (config.relayOwnerPubkey !== undefined) {
       await members.ensureOwnerEverywhere(config.relayOwnerPubkey);

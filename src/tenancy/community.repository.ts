@@ -61,11 +61,16 @@ export class CommunityRepository {
     await db.updateTable('communities').set(set).where('id', '=', communityId).execute();
   }
 
-  /** Creates a community for the first host with the others as aliases; idempotent. */
-  async ensureCommunity(hosts: readonly string[], name: string): Promise<string> {
+  /**
+   * Creates a community for the first host with the others as aliases; idempotent. `takeAlias`
+   * (the admin CLI's `--move`): the first host stops being another community's alias in the same
+   * transaction.
+   */
+  async ensureCommunity(hosts: readonly string[], name: string, takeAlias = false): Promise<string> {
     const [primary, ...aliases] = hosts;
     // Start-up (the default hosts) and the admin CLI's create-community: `bootstrap` either way.
     return this.db.withWriter('bootstrap', (db) => db.transaction().execute(async (tx) => {
+      if (takeAlias) await tx.deleteFrom('community_host_aliases').where('host', '=', primary).execute();
       await tx
         .insertInto('communities')
         .values({ host: primary, name })

@@ -158,8 +158,18 @@ describe('operator CLI', () => {
     await pair.writer.query("insert into community_host_aliases (host, community_id) select 'alias.example', id from communities where host = 'home.example'");
     const taken = await admin(['create-community', '--host', 'alias.example']);
     expect(taken.code).toBe(2);
-    expect(taken.stderr.split('\n')[0]).toMatch(/^admin: host alias\.example already belongs to the community of home\.example \([0-9a-f-]{36}\): one host belongs to one community/);
+    expect(taken.stderr.split('\n')[0]).toMatch(/^admin: host alias\.example already belongs to the community of home\.example \([0-9a-f-]{36}\): one host belongs to one community; to move it .*: create-community --host alias\.example --move$/);
     expect(await pair.both("select count(*)::int as n from communities where host = 'alias.example'", [], (r) => r[0].n)).toEqual([0, 0]);
+    // Moving it is explicit, said before it is done, and leaves the host with the new community alone.
+    const moved = await admin(['create-community', '--host', 'alias.example', '--move']);
+    expect(moved).toMatchObject({ code: 0 });
+    expect(moved.stderr).toMatch(/^admin: moving host alias\.example from the community of home\.example \([0-9a-f-]{36}\) to a new community\n/);
+    expect(await pair.both("select (select count(*)::int from communities where host = 'alias.example') as own, (select count(*)::int from community_host_aliases where host = 'alias.example') as alias", [], (r) => r[0])).toEqual([
+      { own: 1, alias: 0 },
+      { own: 1, alias: 0 },
+    ]);
+    // --move belongs to create-community only.
+    expect((await admin(['list-members', '--move'])).stderr.split('\n')[0]).toBe('admin: --move does not apply to list-members');
     // Creating a community that exists under its own host again changes nothing and succeeds.
     expect(await admin(['create-community', '--host', 'home.example'])).toMatchObject({ code: 0 });
     expect((await admin(['list-members'], { DATABASE_URL: '' })).stderr).toBe('admin: DATABASE_URL is not set: point it at the writer the relay uses\n');
