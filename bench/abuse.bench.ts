@@ -26,6 +26,9 @@
  * `--attacker-nice 19 --postgres-nice 10` let the relay have the cores first on a machine that also
  * runs the attackers and the database (as when they are elsewhere); the defaults share them evenly.
  *
+ * `BENCH_PG_SLOW_MS=N` has the writer log every statement that ran N ms or longer to its log file
+ * (`primary.log` in the pair's directory, named on stderr; the directory is removed at the end).
+ *
  * One JSON line per scenario on stdout; progress on stderr. `--scale 0.1` shrinks the counts
  * (keys, sockets, filter values) to a tenth. The attackers and the victim name different client
  * addresses in `--client-ip-header` (the relay trusts it from loopback; `none`: send none). Needs
@@ -155,6 +158,12 @@ async function preparePair(name: ScenarioName) {
     await pool.query('vacuum (analyze) events').finally(() => pool.end());
     await cluster.waitForReplica(60_000);
   }
+  if (process.env.BENCH_PG_SLOW_MS) {
+    const pool = quietPool(writerUrl, 1);
+    await pool.query(`alter system set log_min_duration_statement = ${Number(process.env.BENCH_PG_SLOW_MS)}`);
+    await pool.query('select pg_reload_conf()').finally(() => pool.end());
+    logLine(`writer log: ${cluster.baseDir}`);
+  }
   return { cluster, dbEnv, author };
 }
 
@@ -215,7 +224,7 @@ async function runScenario(name: ScenarioName): Promise<Record<string, unknown>>
       before,
       after,
       relayOutput: relay.output().slice(logFrom),
-      cpu: { relay: cpu.relay, postgres: cpu.postgres, attacker: attackerCpu },
+      cpu: { relay: cpu.relay, postgres: cpu.postgres, writer: cpu.writer, replica: cpu.replica, attacker: attackerCpu },
     };
     return scenarioLine(record);
   } catch (err) {

@@ -27,7 +27,7 @@ export interface RunRecord {
   readonly after: Scrape | undefined;
   readonly relayOutput: string;
   /** CPU seconds over the attack: the relay, the Postgres pair, the attacker process. */
-  readonly cpu: { relay: number; postgres: number; attacker: number };
+  readonly cpu: { relay: number; postgres: number; writer?: number; replica?: number; attacker: number };
 }
 
 const MIB = 2 ** 20;
@@ -103,8 +103,9 @@ export function scenarioLine(r: RunRecord): Record<string, unknown> {
     event_loop_delay_max_idle_ms: lag(Number.NEGATIVE_INFINITY, r.attackStart),
     event_loop_delay_max_ms: lag(r.attackStart, r.attackEnd),
     relay_refusals: r.before && last ? refusalDeltas(r.before.samples, last.samples) : null,
+    route_decisions: r.before && last ? deltaBy(r.before.samples, last.samples, 'buzz_db_route_decision', {}, ['decision', 'reason']) : null,
     writer_acquires: r.before && last ? deltaBy(r.before.samples, last.samples, 'buzz_db_pool_acquire_attempts_total', { pool_role: 'writer' }, ['operation', 'outcome']) : null,
-    cpu_s: { relay: round(r.cpu.relay, 1), postgres: round(r.cpu.postgres, 1), attacker: round(r.cpu.attacker, 1), attack_s: round((r.attackEnd - r.attackStart) / 1000, 1) },
+    cpu_s: { relay: round(r.cpu.relay, 1), postgres: round(r.cpu.postgres, 1), writer: round(r.cpu.writer ?? Number.NaN, 1), replica: round(r.cpu.replica ?? Number.NaN, 1), attacker: round(r.cpu.attacker, 1), attack_s: round((r.attackEnd - r.attackStart) / 1000, 1) },
     attacker: { ...r.attack.tally, open_sockets_at_end: { n: r.attack.openSockets } },
     end_state: { ban_listener_connected: endGauge('buzz_ban_listener_connected'), fence_open: endGauge('buzz_db_replica_fence_open'), readiness_state: endGauge('buzz_readiness_state') },
     relay_log: tallyLogLines(r.relayOutput),

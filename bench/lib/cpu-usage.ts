@@ -13,19 +13,32 @@ export interface CpuSample {
   postgres: number;
   /** This bench process. */
   client: number;
+  /** The postgres figure split by server (the replica answers routed reads; the writer everything else). */
+  writer?: number;
+  replica?: number;
 }
 
 export function sampleCpu(relayPid: number, clusterBaseDir: string): CpuSample {
   const client = process.cpuUsage();
+  const writer = postmasterCpuSeconds(path.join(clusterBaseDir, 'primary'));
+  const replica = postmasterCpuSeconds(path.join(clusterBaseDir, 'replica'));
   return {
     relay: processTree(relayPid).reduce((sum, pid) => sum + (processCpuSeconds(pid, pid === relayPid) || 0), 0) || Number.NaN,
-    postgres: ['primary', 'replica'].reduce((sum, role) => sum + postmasterCpuSeconds(path.join(clusterBaseDir, role)), 0),
+    postgres: writer + replica,
     client: (client.user + client.system) / 1e6,
+    writer,
+    replica,
   };
 }
 
 export function cpuSince(before: CpuSample, after: CpuSample): CpuSample {
-  return { relay: after.relay - before.relay, postgres: after.postgres - before.postgres, client: after.client - before.client };
+  return {
+    relay: after.relay - before.relay,
+    postgres: after.postgres - before.postgres,
+    client: after.client - before.client,
+    writer: (after.writer ?? Number.NaN) - (before.writer ?? Number.NaN),
+    replica: (after.replica ?? Number.NaN) - (before.replica ?? Number.NaN),
+  };
 }
 
 /** utime + stime (+ cutime + cstime of reaped children when asked), /proc/PID/stat fields 14-17. */
