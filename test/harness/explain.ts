@@ -13,6 +13,8 @@ export interface PlanNode {
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
+  /** A scan's row condition, as EXPLAIN prints it. */
+  Filter?: string;
   Plans?: PlanNode[];
 }
 
