@@ -271,6 +271,8 @@ export interface FilterConditions {
 export interface TagConditions {
   /** `tags @> any(…)`: answered by the GIN index, but row by row it costs one containment test per value. */
   readonly probe?: SqlFragment;
+  /** Whether the probe also goes in where rows come from elsewhere: a short list, whose probe is a cheap first test. */
+  readonly probeRows: boolean;
   /** NIP-01's positional test (element 0 the name, element 1 one of the values). */
   readonly check: SqlFragment;
 }
@@ -278,12 +280,15 @@ export interface TagConditions {
 /**
  * Every tag condition of `parts`, but those of the tag `except`. `indexable`: the statement may
  * reach its rows through the GIN index, so the probes go in beside the checks. `rows`: the rows
- * come from elsewhere (a walk, a primary-key lookup) and only the checks go in: a probe tested on
- * a row costs a jsonb containment test per value (250 values over a walk of 5,000 rows took a
- * second of Postgres CPU), where the check costs one hash lookup per tag of the row.
+ * come from elsewhere (a walk, a primary-key lookup), and a long list's probe stays out: tested on
+ * a row it costs a jsonb containment test per value (250 values over a walk of 5,000 rows took a
+ * second of Postgres CPU), where its hashed check costs one lookup per tag of the row. A short
+ * list keeps its probe in front, as the cheaper first test of most rows.
  */
 function tagConditions(parts: FilterConditions, use: 'indexable' | 'rows', except?: string): SqlFragment[] {
-  return [...parts.tagsByKey].flatMap(([key, { probe, check }]) => (key === except ? [] : use === 'indexable' && probe ? [probe, check] : [check]));
+  return [...parts.tagsByKey].flatMap(([key, { probe, probeRows, check }]) =>
+    key === except ? [] : probe && (use === 'indexable' || probeRows) ? [probe, check] : [check],
+  );
 }
 
 /** How far back (seconds) the first statement of a history page reads: see recentFloor. */
@@ -344,7 +349,7 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
     if (probe) ginTerms.push({ probe, values: values.length });
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
-    tagsByKey.set(key, { probe, check: positionalCheck(key, values) });
+    tagsByKey.set(key, { probe, probeRows: values.length < HASHED_TAG_VALUES_FROM, check: positionalCheck(key, values) });
   }
   return { base: conds, ginTerms: ginTerms.sort((a, b) => a.values - b.values).map((t) => t.probe), tagsByKey };
 }
