@@ -250,7 +250,7 @@ describe('tag page plans, walk form', () => {
     expect(indexRows(plan, /pubkey_kind_created/)).toBeLessThanOrEqual(2 * walkBudget(20) + 3);
   });
 
-  it('two tags of many values: the GIN index is asked for one, and no row is tested against every value', async () => {
+  it('two tags of many values: the GIN index finds the candidates, and no row is tested against every value', async () => {
     // Row 4500 is the one `rare` row with `["l","third"]`. (On the abuse bench's data, asked for
     // both tags' probes at once, the generic plan scanned the community instead and tested every
     // probe on every row; this table's statistics keep the index either way.)
