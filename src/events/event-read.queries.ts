@@ -153,12 +153,16 @@ function walkThenGin(parts: FilterConditions, limit: number): PageStatement {
         // `last` row means the walk saw every row, so there is nothing after it to look up.
         sqlText(`), last as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and `),
         base,
-        sqlText(` ${PAGE_ORDER} offset ${walk - 1} limit 1), cand as materialized (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
-        // One probe: with two or more ANDed, the generic plan gave up the GIN index for a scan of
-        // the community that tested every probe on every row (2 × 250 values: 0.95 s against
-        // 3 ms for one). `rest` checks the other tags on each candidate.
-        joinFragments([parts.base[0], parts.ginTerms[0]], ' and '),
-        sqlText(`), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
+        // The candidates of one tag (the one with fewest values; `rest` checks the others), each
+        // value its own index probe. Given the values as one `@> any(…)`, and worse two of them
+        // ANDed, the generic plan could leave the GIN index for a scan of the community that
+        // tested every value on every row (2 × 250 values: 0.95 s against 3 ms), and which one it
+        // took changed with the sampled statistics; a probe per value leaves it no such scan.
+        sqlText(` ${PAGE_ORDER} offset ${walk - 1} limit 1), cand as materialized (select distinct c.created_at, c.id from unnest(`),
+        frag`${parts.ginTerms[0].probes}::jsonb[]`,
+        sqlText(`) as p(probe) cross join lateral (select e.created_at, e.id from events e where (select count(*) from hits) < ${page} and (select count(*) from last) = 1 and `),
+        parts.base[0],
+        sqlText(` and e.tags @> p.probe offset 0) c), rest as materialized (select c.* from cand cross join lateral (select ${RAW_COLUMNS} from events e where e.created_at = cand.created_at and e.id = cand.id and `),
         base,
         sqlText(' and '),
         tags,
@@ -261,8 +265,8 @@ export function whereFilter(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 're
 export interface FilterConditions {
   /** The community first, then the rest of the non-tag conditions. */
   base: SqlFragment[];
-  /** The `tags @> any(…)` probes among the tag conditions, the ones the GIN index can answer: fewest values first. */
-  ginTerms: SqlFragment[];
+  /** The tags the GIN index can answer, fewest values first: each one's `[[name, value]]` probes. */
+  ginTerms: Array<{ readonly probes: string[] }>;
   /** The tag conditions by tag name: each name's GIN probe (when it has one) and positional re-check. */
   tagsByKey: ReadonlyMap<string, TagConditions>;
 }
@@ -325,7 +329,7 @@ const RAW_COLUMNS = 'e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.
 /** undefined when the filter matches nothing (an empty tag value list). */
 export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' | 'refs' = 'gin'): FilterConditions | undefined {
   const conds: SqlFragment[] = [frag`community_id = ${scope.communityId}::uuid`, frag`deleted_at is null`];
-  const ginTerms: Array<{ probe: SqlFragment; values: number }> = [];
+  const ginTerms: Array<{ probes: string[] }> = [];
   // Channel visibility in SQL, applied before LIMIT so a page is never short of visible rows.
   conds.push(scopeFragment(scope, 'channel_id'));
   // A single value is bound as `=`: Postgres 15 cannot return `col = ANY(array)` in index
@@ -345,13 +349,14 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
     // channel index already narrows the rows, in page order, and with a GIN term the generic plan
     // ANDed two bitmaps and sorted the whole channel instead.
     const ginPrefilter = key === 'e' ? eTags === 'gin' : tagUsesGin(key, scope);
-    const probe = ginPrefilter ? frag`tags @> any(${values.map((v) => JSON.stringify([[key, v]]))}::jsonb[])` : undefined;
-    if (probe) ginTerms.push({ probe, values: values.length });
+    const probes = values.map((v) => JSON.stringify([[key, v]]));
+    const probe = ginPrefilter ? frag`tags @> any(${probes}::jsonb[])` : undefined;
+    if (probe) ginTerms.push({ probes });
     // Containment also matches reordered or namespaced arrays: re-check NIP-01's
     // position (element 0 is the name, element 1 a value) before LIMIT.
     tagsByKey.set(key, { probe, probeRows: values.length < HASHED_TAG_VALUES_FROM, check: positionalCheck(key, values) });
   }
-  return { base: conds, ginTerms: ginTerms.sort((a, b) => a.values - b.values).map((t) => t.probe), tagsByKey };
+  return { base: conds, ginTerms: ginTerms.sort((a, b) => a.probes.length - b.probes.length), tagsByKey };
 }
 
 /**
