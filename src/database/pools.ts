@@ -28,8 +28,9 @@ export const READER_ACQUIRE_TIMEOUT_MS = 150;
  */
 export const READER_DIAL_TIMEOUT_MS = 2000;
 /**
- * Writer, reader and search sessions run with `jit = off` (the writer's set in its after-connect
- * hook, the others' in the startup packet). A generic plan's cost estimate for a
+ * Writer sessions, reader transactions and search sessions run with `jit = off` (the writer's set
+ * in its after-connect hook, the reader's in each proof's first statement, routing/reader-tx.ts,
+ * search's in its startup packet beside its other settings). A generic plan's cost estimate for a
  * filter with many tag values passes `jit_above_cost`, and the server then compiled the plan's
  * expressions on every execution (JIT code is not kept between executions): 0.52 s of a 0.56 s
  * history page over 5,000 rows, 32 ms without. The relay's statements are short reads and writes
@@ -118,7 +119,6 @@ export function createReaderPool(cfg: PoolSettings, url: string, onError: PoolEr
     idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     query_timeout: READER_CLIENT_TIMEOUT_MS,
-    options: NO_JIT,
     Client: statementCachingClient(cfg.statementCacheSize),
   });
   return withErrorListener(pool, 'reader', onError);

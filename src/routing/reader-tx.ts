@@ -190,13 +190,16 @@ async function readerDeadlineMs(client: PoolClient): Promise<number> {
 
 /**
  * The proof's heartbeat read, given its two arguments as SQL: the deadline in ms (text) and
- * whether to set the generic plan mode (boolean).
+ * whether to set the generic plan mode (boolean). It also turns JIT off for the transaction
+ * (database/pools.ts NO_JIT says why), here rather than in the startup packet, which a pooler
+ * may refuse and which a URL's own `options` replaces.
  */
 function heartbeatRead(isAurora: boolean, deadline: string, generic: string): string {
   const identity = isAurora ? `aurora_db_instance_identifier() || ' @ ' || ` : '';
   return `select token::text as token, epoch::text as epoch,
                  ${identity}coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local') || ' pid=' || pg_backend_pid() as backend,
                  set_config('statement_timeout', ${deadline}, true) as deadline,
+                 set_config('jit', 'off', true) as jit,
                  case when ${generic} then set_config('plan_cache_mode', 'force_generic_plan', true) end as plan
             from replica_heartbeat where id = 1`;
 }

@@ -11,7 +11,7 @@ import { CONNECTION_STEPS } from '../../src/database/connection-steps.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { poolSettings } from '../../src/database/database.options.js';
 import { relayDatabaseOptions } from '../../src/relay-database.modules.js';
-import { createReaderPool, createSearchPool, createWriterPool, endPool } from '../../src/database/pools.js';
+import { createSearchPool, createWriterPool, endPool } from '../../src/database/pools.js';
 import { ConnectionSteps } from '../../src/database/connection-steps.js';
 import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
 import { checkWriter } from '../../src/health/writer-check.js';
@@ -210,10 +210,10 @@ describe('session settings', () => {
   const cfg = poolSettings(relayDatabaseOptions(loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused' })));
 
   // JIT compiled a many-valued tag page's plan on every execution (0.52 s of 0.56 s): the
-  // writer's after-connect hook and the reader's and search's startup packets turn it off.
+  // writer's after-connect hook and search's startup packet turn it off (the reader's proved
+  // transactions: test/routing/reader-deadline.test.ts).
   it.each([
     ['writer', () => createWriterPool(cfg, db.writerUrl, () => undefined)],
-    ['reader', () => createReaderPool(cfg, db.readerUrl, () => undefined)],
     ['search', () => createSearchPool(cfg, db.readerUrl, () => undefined)],
   ])('%s sessions run without JIT, whatever the server defaults to', async (_role, create) => {
     expect((await admin.query<{ jit: string }>('show jit')).rows[0].jit).toBe('on');

@@ -65,3 +65,26 @@ describe('reader transaction deadline', () => {
     expect(session.s).toBe(sessionMs === 0 ? '0' : sessionMs === 5000 ? '5s' : '1min');
   });
 });
+
+describe('reader transaction settings', () => {
+  // JIT compiled a many-valued tag page's plan on every execution (database/pools.ts NO_JIT):
+  // each proved transaction turns it off in its first statement, and only for itself.
+  it('a proved replica read runs without JIT; the session keeps the server default', async () => {
+    const layer = await layerWithReaderTimeout(0);
+    const read = () =>
+      layer.routed.read({ path: 'bridge_query', predicate: BOUNDED }, async (d) => {
+        const { rows } = await sql<{ jit: string; replica: boolean; backend: number }>`
+          select current_setting('jit') as jit, pg_is_in_recovery() as replica, pg_backend_pid() as backend`.execute(d);
+        return rows[0];
+      });
+    const first = await read();
+    expect(first).toEqual({ jit: 'off', replica: true, backend: first.backend });
+    const client = await layer.database.acquireReader('maintenance');
+    try {
+      const { rows } = await client.query<{ jit: string; backend: number }>(`select current_setting('jit') as jit, pg_backend_pid() as backend`);
+      expect(rows[0]).toEqual({ jit: 'on', backend: first.backend });
+    } finally {
+      client.release();
+    }
+  });
+});
