@@ -16,6 +16,22 @@ describe('MemoryPool', () => {
     expect(pool.inUse).toBe(750);
   });
 
+  it('keeps the top of a reserved pool for keys that hold little of it', () => {
+    const pool = new MemoryPool('filters', 1000, 25, undefined, { bytes: 200, keyFloor: 10 });
+    for (const key of ['a', 'b', 'c']) expect(pool.take(250, key)).toBeUndefined();
+    expect(pool.available('d')).toBe(50);
+    expect(pool.take(60, 'd')).toBe('key');
+    expect(pool.take(50, 'd')).toBeUndefined();
+    // 800 in use: the rest is the reserve, which 'd' (holding 50) may not take.
+    expect(pool.available('d')).toBe(0);
+    expect(pool.take(1, 'd')).toBe('key');
+    expect(pool.available('e')).toBe(10);
+    expect(pool.take(10, 'e')).toBeUndefined();
+    expect(pool.take(1, 'e')).toBe('key');
+    for (const key of 'fghijklmnopqrstuvwx') expect(pool.take(10, key)).toBeUndefined();
+    expect(pool.take(1, 'y')).toBe('process');
+  });
+
   it('settles a lease down to what was used, or up past the pool for memory already in use', () => {
     const pool = new MemoryPool('history', 1000, 100);
     const lease = pool.lease(600, 'a');
@@ -44,6 +60,17 @@ describe('MemoryBudget', () => {
   it('divides the budget between the kinds, an operator-set output limit aside', () => {
     const budget = new MemoryBudget(1000, 25, undefined, { output: 123 });
     expect(Object.fromEntries(Object.entries(budget.pools).map(([k, p]) => [k, p.limit]))).toEqual({ output: 123, history: 300, filters: 300, auth_hold: 100 });
+  });
+
+  it('reserves the last 20 % of the filters pool for keys holding at most 1 % of it, unless shares are off', () => {
+    const filters = new MemoryBudget(100_000, 25).pool('filters');
+    for (const key of ['a', 'b', 'c']) expect(filters.take(7_500, key)).toBeUndefined();
+    expect(filters.take(1_500, 'd')).toBeUndefined();
+    expect(filters.take(1, 'd')).toBe('key');
+    expect(filters.take(300, 'e')).toBeUndefined();
+    expect(filters.take(1, 'e')).toBe('key');
+    const unfair = new MemoryBudget(100_000, 100).pool('filters');
+    expect(unfair.take(30_000, 'a')).toBeUndefined();
   });
 
   it('refusals carry the wire reason and the HTTP answer', () => {

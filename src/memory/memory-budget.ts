@@ -30,6 +30,23 @@ export const MEMORY_SHARES: Readonly<Record<MemoryKind, number>> = {
 /** Why a take was refused: the pool is full, or the key holds its share of it. */
 export type MemoryRefusal = 'process' | 'key';
 
+/**
+ * The last part of a pool kept for keys that hold little of it (as the last connections are kept
+ * for addresses that hold few): a few keys each at their share can fill the rest, never this.
+ */
+export interface PoolReserve {
+  /** Bytes at the top of the pool a key may take only while it holds at most `keyFloor`. */
+  readonly bytes: number;
+  readonly keyFloor: number;
+}
+
+/**
+ * The reserve of the `filters` pool: its last 20 %, for keys holding at most 1 % of it. Filters
+ * are held for as long as a subscription stays open, so without it four keys at a 25 % share (or
+ * ten at 10 %) fill the pool and every other key's first subscription is refused.
+ */
+export const FILTERS_RESERVE = { fraction: 0.2, keyFloorFraction: 0.01 } as const;
+
 export interface MemoryMetrics {
   readonly budget: Gauge<'kind'>;
   readonly inUse: Gauge<'kind'>;
@@ -48,6 +65,7 @@ export class MemoryPool {
     readonly limit: number,
     keySharePercent: number,
     private readonly metrics?: MemoryMetrics,
+    private readonly reserve?: PoolReserve,
   ) {
     this.keyLimit = Math.max(1, Math.floor((limit * keySharePercent) / 100));
     metrics?.budget.set({ kind }, limit);
@@ -61,13 +79,21 @@ export class MemoryPool {
   /** What `key` (or anyone, without a key) could take now. */
   available(key?: string): number {
     const pool = this.limit - this.used;
-    return key === undefined ? Math.max(0, pool) : Math.max(0, Math.min(pool, this.keyLimit - (this.byKey.get(key) ?? 0)));
+    if (key === undefined) return Math.max(0, pool);
+    const held = this.byKey.get(key) ?? 0;
+    const belowReserve = this.limit - this.reserveBytes() - this.used;
+    const reserved = this.reserve === undefined ? pool : Math.max(belowReserve, this.reserve.keyFloor - held);
+    return Math.max(0, Math.min(pool, this.keyLimit - held, reserved));
   }
 
-  /** Takes `bytes` (charged to `key` when given) if the pool and the key's share both have room. */
+  /**
+   * Takes `bytes` (charged to `key` when given) if the pool and the key's share both have room;
+   * a key past the reserve's floor takes nothing from the reserve.
+   */
   take(bytes: number, key?: string): MemoryRefusal | undefined {
     const held = key === undefined ? 0 : (this.byKey.get(key) ?? 0);
-    const refusal: MemoryRefusal | undefined = key !== undefined && held + bytes > this.keyLimit ? 'key' : this.used + bytes > this.limit ? 'process' : undefined;
+    const overShare = key !== undefined && (held + bytes > this.keyLimit || (this.used + bytes > this.limit - this.reserveBytes() && !this.inReserveFor(held + bytes)));
+    const refusal: MemoryRefusal | undefined = overShare ? 'key' : this.used + bytes > this.limit ? 'process' : undefined;
     if (refusal !== undefined) {
       this.metrics?.refusals.inc({ kind: this.kind, reason: refusal });
       return refusal;
@@ -76,6 +102,15 @@ export class MemoryPool {
     if (key !== undefined) this.byKey.set(key, held + bytes);
     this.metrics?.inUse.set({ kind: this.kind }, this.used);
     return undefined;
+  }
+
+  private reserveBytes(): number {
+    return this.reserve?.bytes ?? 0;
+  }
+
+  /** Whether a key holding `held` bytes may still take from the reserve. */
+  private inReserveFor(held: number): boolean {
+    return this.reserve === undefined || held <= this.reserve.keyFloor;
   }
 
   /** Counts a refusal decided by the caller from available() without a take. */
@@ -185,8 +220,13 @@ export class MemoryBudget {
     metrics?: MemoryMetrics,
     limits: Partial<Record<MemoryKind, number>> = {},
   ) {
-    const pool = (kind: MemoryKind) => new MemoryPool(kind, limits[kind] ?? Math.floor(totalBytes * MEMORY_SHARES[kind]), keySharePercent, metrics);
-    this.pools = { output: pool('output'), history: pool('history'), filters: pool('filters'), auth_hold: pool('auth_hold') };
+    const limitOf = (kind: MemoryKind) => limits[kind] ?? Math.floor(totalBytes * MEMORY_SHARES[kind]);
+    const pool = (kind: MemoryKind, reserve?: PoolReserve) => new MemoryPool(kind, limitOf(kind), keySharePercent, metrics, reserve);
+    const filters = limitOf('filters');
+    // Shares off (100 %) is fairness off: no reserve either.
+    const filtersReserve =
+      keySharePercent >= 100 ? undefined : { bytes: Math.floor(filters * FILTERS_RESERVE.fraction), keyFloor: Math.floor(filters * FILTERS_RESERVE.keyFloorFraction) };
+    this.pools = { output: pool('output'), history: pool('history'), filters: pool('filters', filtersReserve), auth_hold: pool('auth_hold') };
   }
 
   pool(kind: MemoryKind): MemoryPool {

@@ -95,6 +95,46 @@ it("refuses one key's subscriptions past its share of filter memory and serves a
   await eventually('filters memory given back', async () => (await inUse('filters')) === 0);
 }, 120_000);
 
+it('keeps the last fifth of filter memory for keys that hold little: six keys at their share cannot fill it', async () => {
+  const poolBytes = await metricSum(fx.relay.metricsUrl, 'buzz_memory_budget_bytes', { kind: 'filters' });
+  const keys = Array.from({ length: 6 }, () => newIdentity());
+  const sockets = await Promise.all(keys.map((k) => RawClient.authed(fx.relay.wsUrl, k)));
+  // Each key opens subscriptions of two 2,000-value filters (about 0.5 MB held each) until it is
+  // refused, then smaller ones, as a greedy attacker packs what is left.
+  const answers: unknown[][] = [];
+  let n = 0;
+  for (const size of [1000, 100, 10]) {
+    const filters = () => [{ authors: values(size), '#p': values(size), limit: 0 }, { '#e': values(size), limit: 0 }];
+    await Promise.all(
+      sockets.map(async (s) => {
+        for (;;) {
+          const id = `fill${n++}`;
+          const from = s.frames.length;
+          s.send(['REQ', id, ...filters()]);
+          const end = await s.waitFor((f) => (f[0] === 'EOSE' || f[0] === 'CLOSED') && f[1] === id, 60_000, from);
+          answers.push(end);
+          if (end[0] === 'CLOSED') return;
+        }
+      }),
+    );
+  }
+  expect(alive()).toBe(true);
+  const held = await inUse('filters');
+  // The six keys hold no more than the pool less its reserve; each was refused for its own share.
+  expect(held).toBeGreaterThan(poolBytes / 2);
+  expect(held).toBeLessThanOrEqual(poolBytes * 0.8);
+  const refusals = answers.filter((f) => f[0] === 'CLOSED').map((f) => f[2]);
+  expect(new Set(refusals)).toEqual(new Set([FILTER_SHARE]));
+  // Another key still opens a live subscription (and reads), from the reserve.
+  const other = await RawClient.authed(fx.relay.wsUrl, newIdentity());
+  const live = await other.req('live', { kinds: [1], authors: values(20), '#p': values(20), limit: 0 });
+  expect(live.end[0]).toBe('EOSE');
+  await victimServed();
+  other.close();
+  await closeAll(sockets);
+  await eventually('filters memory given back', async () => (await inUse('filters')) === 0);
+}, 180_000);
+
 it('reads a large history in parts that fit its memory lease: ten readers of 4 filters over 200 KB notes, nothing lost', async () => {
   const author = randomBytes(32);
   await fx.writer.query(
