@@ -5,14 +5,14 @@
  * to 503/500 once for every branch, except thread windows (ThreadWindowService),
  * which answer with their own strings.
  */
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { DB } from '../database/database.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
-import { EventQueryService } from '../events/event-query.service.js';
+import { EventQueryService, HISTORY_PAGE_LEASE_BYTES } from '../events/event-query.service.js';
 import { matchFilter } from '../events/filter.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
@@ -37,6 +37,8 @@ import {
 import { ThreadWindowService } from './thread-window.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
 import { SearchService } from '../events/search.service.js';
+import { eventHeapBytes } from '../events/stored-event.js';
+import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
 import { PresenceService, PresenceUnavailableError } from '../redis/presence.service.js';
 
 export { AUX_KINDS, AUX_SECOND_HOP_KINDS };
@@ -51,6 +53,9 @@ export interface BridgeReader {
 
 @Injectable()
 export class BridgeQueryService {
+  /** The memory a `/query` answer holds from its first rows until its response is written (absent: unbounded). */
+  private readonly answerMemory: MemoryPool | undefined;
+
   constructor(
     private readonly reads: BridgeReadsRepository,
     private readonly searches: SearchService,
@@ -61,9 +66,21 @@ export class BridgeQueryService {
     private readonly windows: ThreadWindowService,
     @Inject(RelaySigner) private readonly signer: RelaySigner,
     private readonly presence: PresenceService,
-  ) {}
+    @Optional() memory?: MemoryBudget,
+  ) {
+    this.answerMemory = memory?.pool('history');
+  }
 
-  async query(reader: BridgeReader, filters: NostrFilter[]): Promise<NostrEvent[]> {
+  /**
+   * An empty lease on the reader's share of the `history` pool for one `/query` answer: query()
+   * adds each part's rows as it keeps them (refusing the request with MemoryRefusedError when they
+   * do not fit) and the caller ends it when the response has been written.
+   */
+  answerLease(pubkey: string): MemoryLease | undefined {
+    return this.answerMemory && new MemoryLease(this.answerMemory, 0, pubkey);
+  }
+
+  async query(reader: BridgeReader, filters: NostrFilter[], answer?: MemoryLease): Promise<NostrEvent[]> {
     const branches = filters.map(branchOf);
     if (branches.includes('search') && branches.some((b) => b !== 'search')) {
       throw new HttpError(400, 'mixed search and non-search filters not supported');
@@ -77,7 +94,9 @@ export class BridgeQueryService {
       const seen = new Set<string>();
       for (let i = 0; i < filters.length; i++) {
         if (branches[i] !== branch) continue;
-        const rows = windowed.get(i) ?? (await this.serve(branch, reader, filters[i]));
+        const rows = windowed.get(i) ?? (await this.serve(branch, reader, filters[i], answer));
+        // The catch-all holds its rows as it reads them; every other branch's rows are bounded by its own limits.
+        if (branch !== 'catchall') hold(answer, rows);
         // Search and feeds de-duplicate across their filters; the catch-all does not.
         for (const ev of rows) if (branch === 'catchall' || branch === 'window' || branch === 'thread' || (!seen.has(ev.id) && seen.add(ev.id))) out.push(ev);
       }
@@ -85,7 +104,7 @@ export class BridgeQueryService {
     return out;
   }
 
-  private async serve(branch: Branch, reader: BridgeReader, f: NostrFilter): Promise<NostrEvent[]> {
+  private async serve(branch: Branch, reader: BridgeReader, f: NostrFilter, answer: MemoryLease | undefined): Promise<NostrEvent[]> {
     const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);
     if (!scope) return [];
     const visible = (rows: NostrEvent[]) => rows.filter((ev) => eventVisibleToReader(ev, reader.pubkey));
@@ -101,7 +120,7 @@ export class BridgeQueryService {
       case 'thread':
         return this.threadReplies(reader, scope, f);
       case 'catchall':
-        return this.catchAll(reader, scope, f);
+        return this.catchAll(reader, scope, f, answer);
     }
   }
 
@@ -120,10 +139,20 @@ export class BridgeQueryService {
     }
   }
 
-  private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {
+  /**
+   * The catch-all's page, read in the parts the history memory lease allows (as for a REQ). Each
+   * part's rows are added to the answer's lease before the read lets go of them, so a page larger
+   * than the reader's share of the pool is refused (HTTP 429, or 503 when the pool is full) rather
+   * than built whole.
+   */
+  private async catchAll(reader: BridgeReader, scope: ReadScope, f: NostrFilter, answer: MemoryLease | undefined): Promise<NostrEvent[]> {
     const out: NostrEvent[] = [];
     const ctx = { path: 'bridge_query' as const, reader: reader.pubkey, honourConsistency: true, offset: catchAllParams(f).offset, signal: reader.signal };
-    for await (const batch of this.queries.history(scope, [f], false, ctx)) out.push(...batch.events.filter((ev) => eventVisibleToReader(ev, reader.pubkey)));
+    for await (const batch of this.queries.history(scope, [f], false, ctx)) {
+      const rows = batch.events.filter((ev) => eventVisibleToReader(ev, reader.pubkey));
+      hold(answer, rows);
+      out.push(...rows);
+    }
     return out;
   }
 
@@ -273,4 +302,21 @@ function strong(f: NostrFilter): boolean {
 
 function visibleRows(rows: NostrEvent[], reader: string): NostrEvent[] {
   return rows.filter((ev) => eventVisibleToReader(ev, reader));
+}
+
+/** The answer to a `/query` whose rows alone pass the reader's share of the history pool: retrying cannot help. */
+export const ANSWER_TOO_LARGE = 'answer too large: ask for fewer events (a smaller limit, or page through them)';
+
+/**
+ * Adds rows to a `/query` answer's memory lease, or refuses the request when they do not fit:
+ * 400 when the answer and the lease of the read still running for it are more than a key may
+ * ever hold (no retry can succeed), else the memory refusal (429 or 503, `Retry-After`).
+ */
+function hold(answer: MemoryLease | undefined, rows: readonly NostrEvent[]): void {
+  if (answer === undefined || rows.length === 0) return;
+  const bytes = rows.reduce((sum, ev) => sum + eventHeapBytes(ev), 0);
+  const refused = answer.add(bytes);
+  if (refused === undefined) return;
+  if (answer.bytes + bytes + HISTORY_PAGE_LEASE_BYTES > answer.keyLimit) throw new HttpError(400, ANSWER_TOO_LARGE);
+  throw new MemoryRefusedError('history', refused);
 }

@@ -31,7 +31,10 @@ export class BridgeController {
   async query(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply, @Body() body: unknown): Promise<NostrEvent[]> {
     const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, true);
-    const events = await this.bridge.query({ ...reader, signal }, filters);
+    // The answer's rows stay in the history memory pool until the response is written out (or the client is gone).
+    const answer = this.bridge.answerLease(reader.pubkey);
+    if (answer) reply.raw.once('close', () => answer.end());
+    const events = await this.bridge.query({ ...reader, signal }, filters, answer);
     annotateRequest(req, { result_count: events.length });
     return events;
   }

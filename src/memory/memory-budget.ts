@@ -188,10 +188,22 @@ export class MemoryLease {
     return this.held;
   }
 
+  /** The most the lease's key may hold of its pool. */
+  get keyLimit(): number {
+    return this.pool.keyLimit;
+  }
+
   /** Adds up to `bytes` that fit the pool and the key's share now (never waits, never refuses). */
   grow(bytes: number): void {
     const more = Math.max(0, Math.min(bytes, this.pool.available(this.key)));
     if (more > 0 && this.pool.take(more, this.key) === undefined) this.held += more;
+  }
+
+  /** Adds `bytes` if they fit the pool and the key's share now; else nothing is taken and the refusal is returned. */
+  add(bytes: number): MemoryRefusal | undefined {
+    const refused = this.pool.take(bytes, this.key);
+    if (refused === undefined) this.held += bytes;
+    return refused;
   }
 
   /**

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { finalizeEvent } from 'nostr-tools/pure';
-import { Identity, newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { Identity, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
 import { metricSum } from '../harness/relay-metrics.js';
 import { eventually } from '../harness/eventually.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
@@ -177,5 +177,34 @@ it('reads a large history in parts that fit its memory lease: ten readers of 4 f
   expect(peak).toBeLessThanOrEqual(poolBytes + 10 * 3 * 200_400);
   await victimServed();
   await closeAll(readers);
+  await eventually('history memory given back', async () => (await inUse('history')) === 0);
+}, 120_000);
+
+it("refuses a bridge /query whose answer alone passes the key's share of history memory, and serves a smaller one", async () => {
+  const author = randomBytes(32);
+  await fx.writer.query(
+    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
+     select c.id, decode(md5('bridge-note' || g) || md5('answer' || g), 'hex'), $1, date_trunc('second', now()) - (g || ' seconds')::interval, 1, '[]',
+            repeat(md5(g::text), 200000 / 32), $2
+       from communities c, generate_series(1, 40) g
+      where c.host = 'localhost'`,
+    [author, randomBytes(64)],
+  );
+  await fx.db.waitForReplica();
+  const reader = newIdentity();
+  const url = `${fx.relay.httpUrl}/query`;
+  const query = async (limit: number) => {
+    const body = JSON.stringify([{ kinds: [1], authors: [author.toString('hex')], limit }]);
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: nip98Header(reader, url, body) }, body });
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+  // 40 notes of 200 KB: about 24 MB as the pool counts rows, past one key's share of it.
+  const share = (await metricSum(fx.relay.metricsUrl, 'buzz_memory_budget_bytes', { kind: 'history' })) / 4;
+  expect(share).toBeLessThan(40 * 600_000);
+  expect(await query(40)).toEqual({ status: 400, body: { error: 'answer too large: ask for fewer events (a smaller limit, or page through them)' } });
+  const small = await query(4);
+  expect(small.status).toBe(200);
+  expect((small.body as unknown[]).length).toBe(4);
+  expect(alive()).toBe(true);
   await eventually('history memory given back', async () => (await inUse('history')) === 0);
 }, 120_000);
