@@ -194,13 +194,24 @@ export class EventQueryService {
       return { page: { events: [], cut: false } }; // no permit, no connection, no route decision
     }
     let ran = false;
+    let leased = false;
     let lease: MemoryLease | undefined;
+    let cap: number | undefined;
     try {
       const page = await this.flights.run(this.flightKey(scope, filter, limit, ctx), ctx?.signal, async (signal, started) => {
         ran = true;
-        lease = memory.lease ? this.regrow(memory.lease) : await this.leaseRows(ctx?.reader, memory.wait, signal);
-        const cap = lease && Math.floor(lease.bytes / HEAP_BYTES_PER_TEXT_BYTE);
+        // Admission waits for memory to be there but takes none: a read queued for its permit
+        // holds no memory, so a flood of queued reads cannot fill the pool against the reads
+        // actually running (or anyone's next REQ). The lease is taken once the read has its
+        // connection, and never waits then.
+        if (memory.lease === undefined) await this.rowsMemoryFree(ctx?.reader, memory.wait, signal);
         return this.readPage(scope, filter, ctx, signal, async (db) => {
+          // Taken on the first try; a retry (another connection) reads under the same cap.
+          if (!leased) {
+            leased = true;
+            lease = memory.lease ? this.regrow(memory.lease) : this.leaseRows(ctx?.reader);
+            cap = lease && Math.floor(lease.bytes / HEAP_BYTES_PER_TEXT_BYTE);
+          }
           started();
           const rows = await this.repo.queryPage(db, scope, filter, limit, ctx?.offset, undefined, cap);
           lease?.settle(rows.events.reduce((sum, ev) => sum + eventHeapBytes(ev), 0));
@@ -225,22 +236,17 @@ export class EventQueryService {
   }
 
   /**
-   * The memory a page's rows may take, from the reader's share of the `history` pool: the whole
-   * HISTORY_PAGE_LEASE_BYTES when it is there, less (the page is then read in more parts) when it
-   * is not. Below HISTORY_PAGE_MIN_LEASE_BYTES the read waits, with `wait`, up to
-   * HISTORY_MEMORY_WAIT_MS for reads to give memory back, and is refused after that (or at once
-   * without `wait`). Undefined when nothing bounds the rows.
+   * Admission of a history read for memory: returns once the reader's share of the `history`
+   * pool has HISTORY_PAGE_MIN_LEASE_BYTES free, waiting (with `wait`) up to
+   * HISTORY_MEMORY_WAIT_MS for reads to give memory back; refused after that, or at once without
+   * `wait`. Takes nothing: leaseRows() does, when the read runs.
    */
-  private async leaseRows(reader: string | undefined, wait: boolean, signal: AbortSignal | undefined): Promise<MemoryLease | undefined> {
+  private async rowsMemoryFree(reader: string | undefined, wait: boolean, signal: AbortSignal | undefined): Promise<void> {
     const pool = this.rowsMemory;
-    if (pool === undefined) return undefined;
+    if (pool === undefined) return;
     const deadline = Date.now() + (wait ? HISTORY_MEMORY_WAIT_MS : 0);
     for (;;) {
-      const bytes = Math.min(HISTORY_PAGE_LEASE_BYTES, pool.available(reader));
-      if (bytes >= HISTORY_PAGE_MIN_LEASE_BYTES) {
-        const lease = pool.lease(bytes, reader);
-        if (typeof lease !== 'string') return lease;
-      }
+      if (pool.available(reader) >= HISTORY_PAGE_MIN_LEASE_BYTES) return;
       const left = deadline - Date.now();
       if (left <= 0 || signal?.aborted === true) {
         const reason = pool.available() < HISTORY_PAGE_MIN_LEASE_BYTES ? 'process' : 'key';
@@ -249,6 +255,26 @@ export class EventQueryService {
       }
       await pool.released(left, signal);
     }
+  }
+
+  /**
+   * The memory a running read's rows may take, from the reader's share of the `history` pool:
+   * the whole HISTORY_PAGE_LEASE_BYTES when it is there, less (the page is then read in more
+   * parts) when it is not, and HISTORY_PAGE_MIN_LEASE_BYTES past the pool when reads admitted
+   * together took what admission saw free (at most that much per running read, as a part's one
+   * row may pass it). Undefined when nothing bounds the rows.
+   */
+  private leaseRows(reader: string | undefined): MemoryLease | undefined {
+    const pool = this.rowsMemory;
+    if (pool === undefined) return undefined;
+    const bytes = Math.min(HISTORY_PAGE_LEASE_BYTES, pool.available(reader));
+    if (bytes >= HISTORY_PAGE_MIN_LEASE_BYTES) {
+      const lease = pool.lease(bytes, reader);
+      if (typeof lease !== 'string') return lease;
+    }
+    const least = new MemoryLease(pool, 0, reader);
+    least.settle(HISTORY_PAGE_MIN_LEASE_BYTES);
+    return least;
   }
 
   /**

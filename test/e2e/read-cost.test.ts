@@ -5,7 +5,8 @@
  * - a filter over the shape limits is refused at parse, on the wire and over HTTP, and the widest
  *   filter the limits admit is served;
  * - client-driven reads on the writer hold at most BUZZ_DB_WRITER_READ_CAP writer connections, so
- *   event writes still get one while such reads are stuck;
+ *   event writes still get one while such reads are stuck, and reads queued for the cap hold no
+ *   history memory;
  * - a read whose client went away is cancelled in Postgres;
  * - a client read on the writer ends at BUZZ_DB_CLIENT_READ_TIMEOUT_MS.
  *
@@ -19,6 +20,8 @@ import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { httpRequest, newIdentity, nip98Header, RawClient } from '../harness/nostr-clients.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
+import { metricSum } from '../harness/relay-metrics.js';
+import { HISTORY_PAGE_LEASE_BYTES } from '../../src/events/event-query.service.js';
 
 let db: TestDatabase;
 let relay: RelayProcess;
@@ -133,6 +136,9 @@ describe('client reads on the writer', () => {
       // Four different reads (identical ones would share one read: single flight).
       readers.forEach((r, i) => r.send(['REQ', `stuck-${i}`, { limit: 100 + i }]));
       expect(await lockWaiters((n) => n >= 2)).toBe(2);
+      // Only the two running reads hold history memory (a lease each): the two queued for the cap
+      // hold none, so a flood of queued reads cannot fill the pool against everyone's REQs.
+      expect(await metricSum(relay.metricsUrl, 'buzz_memory_in_use_bytes', { kind: 'history' })).toBeLessThanOrEqual(2 * HISTORY_PAGE_LEASE_BYTES);
       // Two more reads are waiting for the cap, not for a writer connection: a write gets one.
       const ev = alice.sign({ kind: 1, content: 'written while reads are stuck' });
       expect(await publisher.publish(ev)).toEqual([true, '']);
