@@ -43,6 +43,7 @@ export function relayDatabaseModules(config: AppConfig): DynamicModule[] {
     RoutedReaderModule.forRoot({
       readMaxAgeMs: config.replica.readMaxAgeMs,
       writerReadCap: config.database.writerReadCap,
+      writerHeavyReadCap: config.database.writerHeavyReadCap,
       tenantSharePercent: config.limits.keySharePercent,
       clientReadTimeoutMs: config.database.clientReadTimeoutMs,
     }),

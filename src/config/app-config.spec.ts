@@ -74,6 +74,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ BUZZ_DB_POOL_SIZE: '7', BUZZ_DB_READ_POOL_SIZE: '24' }).database.readPoolSize).toBe(24);
   });
 
+  it('takes one heavy writer read by default, and at most the writer-read cap', () => {
+    expect(loadConfig({}).database.writerHeavyReadCap).toBe(1);
+    expect(loadConfig({ BUZZ_DB_WRITER_READ_CAP: '4', BUZZ_DB_WRITER_HEAVY_READ_CAP: '4' }).database.writerHeavyReadCap).toBe(4);
+    expect(() => loadConfig({ BUZZ_DB_WRITER_READ_CAP: '4', BUZZ_DB_WRITER_HEAVY_READ_CAP: '5' })).toThrow(/BUZZ_DB_WRITER_HEAVY_READ_CAP.*1\.\.BUZZ_DB_WRITER_READ_CAP \(4\)/);
+  });
+
   it('treats a blank READ_DATABASE_URL as unset', () => {
     expect(loadConfig({ READ_DATABASE_URL: '   ' }).database.readUrl).toBeUndefined();
   });

@@ -29,6 +29,12 @@ export interface DatabaseConfig {
    */
   readonly writerReadCap: number;
   /**
+   * `BUZZ_DB_WRITER_HEAVY_READ_CAP` (1..BUZZ_DB_WRITER_READ_CAP, default 1): how many of those
+   * reads may be heavy (a filter of more than 64 values) at once, so a flood of expensive filters
+   * cannot take the writer's CPU from event writes.
+   */
+  readonly writerHeavyReadCap: number;
+  /**
    * `BUZZ_DB_SEARCH_POOL_SIZE` (1..10000, default 4): the NIP-50 search pool's connections, on
    * `READ_DATABASE_URL` when set, else on `DATABASE_URL`; it also sizes the search gate (one
    * permit per connection).
@@ -299,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
     r.fail('BUZZ_REPLICA_HEAD_MAX_AGE_SECS', 'was renamed to BUZZ_REPLICA_READ_MAX_AGE_MS (milliseconds); remove it');
   }
   const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
+  const writerReadCap = r.int('BUZZ_DB_WRITER_READ_CAP', defaultWriterReadCap(poolSize), 1, poolSize, `must be an integer in 1..BUZZ_DB_POOL_SIZE (${poolSize})`);
   const memoryBudgetBytes = r.int('BUZZ_MEMORY_BUDGET_BYTES', defaultMemoryBudgetBytes(), 16 * MIB, 1024 * 1024 * MIB);
   const bind = parseBind(r);
   const config: AppConfig = {
@@ -319,7 +326,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       readPoolSize: r.int('BUZZ_DB_READ_POOL_SIZE', poolSize, 1, 10_000),
       statementTimeoutMs: r.int('BUZZ_DB_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
       clientReadTimeoutMs: r.int('BUZZ_DB_CLIENT_READ_TIMEOUT_MS', CLIENT_READ_TIMEOUT_DEFAULT_MS, 1, 86_400_000),
-      writerReadCap: r.int('BUZZ_DB_WRITER_READ_CAP', defaultWriterReadCap(poolSize), 1, poolSize, `must be an integer in 1..BUZZ_DB_POOL_SIZE (${poolSize})`),
+      writerReadCap,
+      writerHeavyReadCap: r.int('BUZZ_DB_WRITER_HEAVY_READ_CAP', 1, 1, writerReadCap, `must be an integer in 1..BUZZ_DB_WRITER_READ_CAP (${writerReadCap})`),
       searchPoolSize: r.int('BUZZ_DB_SEARCH_POOL_SIZE', DEFAULT_SEARCH_POOL_SIZE, 1, 10_000),
       lockTimeoutMs: r.int('BUZZ_DB_LOCK_TIMEOUT_MS', 5000, 0, 86_400_000),
       idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),

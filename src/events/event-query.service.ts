@@ -16,6 +16,7 @@ import { DB } from '../database/database.types.js';
 import type { RoutePath } from '../metrics/database-metrics.service.js';
 import { forQuery } from '../routing/route-predicate.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
+import { HEAVY_READ_TERMS } from '../routing/writer-reads.js';
 import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric } from './event-read.queries.js';
@@ -168,8 +169,9 @@ export class EventQueryService {
       filters.map((f) => {
         if (matchesNothing(f)) return 0; // no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader });
-        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader }, work);
+        const heavy = ctx !== undefined && filterTerms(f) > HEAVY_READ_TERMS;
+        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
+        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader, heavy }, work);
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
@@ -229,10 +231,11 @@ export class EventQueryService {
   }
 
   private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader });
+    const heavy = ctx !== undefined && filterTerms(filter) > HEAVY_READ_TERMS;
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader }, work);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader, heavy }, work);
   }
 
   /**

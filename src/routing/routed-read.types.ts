@@ -29,6 +29,8 @@ export interface RouteRequest {
    * (common/permit-gate.ts): the relay passes the client's key. Absent = the relay's own read.
    */
   readonly tenant?: string;
+  /** Served by the writer (a fallback), the read needs a place under the heavy-read cap too (WriterReadOptions.heavy). */
+  readonly heavy?: boolean;
 }
 
 /**

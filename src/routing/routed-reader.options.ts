@@ -17,6 +17,11 @@ export interface RoutedReaderModuleOptions {
    */
   readonly writerReadCap?: number;
   /**
+   * How many of those reads may be heavy (WriterReadOptions.heavy: a filter of many values) at
+   * once (default 1), so expensive filters cannot take the writer's CPU from writes.
+   */
+  readonly writerHeavyReadCap?: number;
+  /**
    * Most of the writer-read cap one tenant (a read's `tenant`) may hold at once, in percent
    * (1..100, default 100: no share); the history-read gate takes its own from HistoryReadsModule.
    */

@@ -77,7 +77,7 @@ export class RoutedReader {
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant });
+      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
       if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
       let result: T;
@@ -137,7 +137,7 @@ export class RoutedReader {
    * every writer fallback of a routed read, under the writer-read cap (WriterReads).
    */
   writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
-    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerReads.read(operation, work, { signal: opts.signal, tenant: opts.tenant }));
+    if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerReads.read(operation, work, { signal: opts.signal, tenant: opts.tenant, heavy: opts.heavy }));
     return this.writerReads.read(operation, work, opts);
   }
 

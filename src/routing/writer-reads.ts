@@ -12,7 +12,7 @@
  */
 import type { Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { PermitGate, shareOf } from '../common/permit-gate.js';
+import { GateRefusal, PermitGate, shareOf } from '../common/permit-gate.js';
 import { cancelOnAbort } from '../database/cancel-request.js';
 import { DatabaseUnavailableError, ReadShareExceededError, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
 import { DatabaseService } from '../database/database.service.js';
@@ -35,10 +35,28 @@ export interface WriterReadOptions {
   readonly signal?: AbortSignal;
   /** Whom the read is charged to in the writer-read cap's fair share (the relay: the client's key). */
   readonly tenant?: string;
+  /**
+   * A read that may cost the writer much CPU (the relay: a filter of more than HEAVY_READ_TERMS
+   * values): it also needs a place under the heavy-read cap (BUZZ_DB_WRITER_HEAVY_READ_CAP).
+   */
+  readonly heavy?: boolean;
 }
+
+/**
+ * Filters with more values than this are heavy on the writer. A chat client's writer-pinned
+ * reads (channel metadata, a thread's few ids) stay under it; the expensive-filters attack's
+ * (8 tags × 250 values, 1,000 `#e` ids) are far over it.
+ */
+export const HEAVY_READ_TERMS = 64;
 
 export class WriterReads {
   private readonly gate: PermitGate;
+  /**
+   * Heavy reads hold a place here first, then one of the cap's. Each place is a backend busy on
+   * one core; without it, ten heavy reads on a small writer left event writes one core in six.
+   * No rescue: a heavy read is not stopped for another.
+   */
+  private readonly heavyGate: PermitGate;
 
   constructor(
     private readonly db: DatabaseService,
@@ -52,6 +70,8 @@ export class WriterReads {
       preemptAfterMs: WRITER_READ_WAIT_MS / 2,
       preemptMinHoldMs: WRITER_READ_WAIT_MS,
     });
+    const heavyCap = Math.min(cap, options.writerHeavyReadCap ?? 1);
+    this.heavyGate = new PermitGate(heavyCap, { share: shareOf(heavyCap, options.tenantSharePercent ?? 100) });
   }
 
   /**
@@ -61,20 +81,35 @@ export class WriterReads {
    * (BUZZ_DB_CLIENT_READ_TIMEOUT_MS); `signal` cancels the running statement.
    */
   async read<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
+    opts.signal?.throwIfAborted();
+    if (!opts.heavy) return this.underCap(operation, work, opts);
+    const started = performance.now();
+    const heavy = await this.heavyGate.admit(WRITER_READ_WAIT_MS, opts.tenant);
+    if (typeof heavy === 'string') throw this.refused('writer_heavy_reads', heavy, operation);
+    try {
+      // One wait in all: what is left of it for the cap.
+      return await this.underCap(operation, work, opts, Math.max(1, WRITER_READ_WAIT_MS - (performance.now() - started)));
+    } finally {
+      heavy.release();
+    }
+  }
+
+  private refused(gate: 'writer_reads' | 'writer_heavy_reads', refusal: GateRefusal, operation: WriterOperation): Error {
+    recordReadShareRefusal(gate, refusal);
+    this.logger.debug({ operation, refusal, gate }, 'writer read refused: writer-read cap full');
+    return refusal === 'share' ? new ReadShareExceededError(gate) : new WriterReadRejectedError();
+  }
+
+  private async underCap<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions, waitMs = WRITER_READ_WAIT_MS): Promise<T> {
     const client = opts.signal;
-    client?.throwIfAborted();
     // Aborted when the client goes away or when the cap's rescue stops this read.
     const stop = new AbortController();
     let preempted = false;
-    const permit = await this.gate.admit(WRITER_READ_WAIT_MS, opts.tenant, () => {
+    const permit = await this.gate.admit(waitMs, opts.tenant, () => {
       preempted = true;
       stop.abort();
     });
-    if (typeof permit === 'string') {
-      recordReadShareRefusal('writer_reads', permit);
-      this.logger.debug({ operation, refusal: permit }, 'writer read refused: writer-read cap full');
-      throw permit === 'share' ? new ReadShareExceededError('writer_reads') : new WriterReadRejectedError();
-    }
+    if (typeof permit === 'string') throw this.refused('writer_reads', permit, operation);
     // Not AbortSignal.any: a client's signal lives as long as its connection, and every read
     // would hang a dependent signal on it.
     const gone = () => stop.abort(client?.reason);

@@ -5,8 +5,8 @@
  * - a filter over the shape limits is refused at parse, on the wire and over HTTP, and the widest
  *   filter the limits admit is served;
  * - client-driven reads on the writer hold at most BUZZ_DB_WRITER_READ_CAP writer connections, so
- *   event writes still get one while such reads are stuck, and reads queued for the cap hold no
- *   history memory;
+ *   event writes still get one while such reads are stuck, reads queued for the cap hold no
+ *   history memory, and reads of many-valued filters hold at most BUZZ_DB_WRITER_HEAVY_READ_CAP;
  * - a read whose client went away is cancelled in Postgres;
  * - a client read on the writer ends at BUZZ_DB_CLIENT_READ_TIMEOUT_MS.
  *
@@ -15,6 +15,7 @@
  * recent window cannot fill reads every partition, so it waits on that lock; event writes go to
  * the current month's partition and do not.
  */
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
@@ -154,6 +155,25 @@ describe('client reads on the writer', () => {
     }
     expect(readers.flatMap((r) => r.frames.filter((f) => f[0] === 'EOSE')).length).toBe(2);
     [...readers, publisher].forEach((r) => r.close());
+  });
+
+  it('of filters with many values hold at most BUZZ_DB_WRITER_HEAVY_READ_CAP (1) places: a light read still gets one', async () => {
+    const heavy = await Promise.all(Array.from({ length: 3 }, () => RawClient.authed(relay.wsUrl, newIdentity())));
+    const light = await RawClient.authed(relay.wsUrl, newIdentity());
+    // 65 authors and no kinds: a writer read over the heavy line (HEAVY_READ_TERMS), which reads every partition.
+    const authors = () => Array.from({ length: 65 }, () => randomBytes(32).toString('hex'));
+    await whilePartitionLocked(async () => {
+      heavy.forEach((r, i) => r.send(['REQ', `heavy-${i}`, { authors: authors(), limit: 100 + i }]));
+      light.send(['REQ', 'light', { limit: 99 }]);
+      expect(await lockWaiters((n) => n >= 2)).toBe(2);
+      // The two heavy reads without a place are refused after the wait; the light one runs on.
+      const ends = await Promise.all(heavy.map((r, i) => r.waitFor((f) => f[0] === 'CLOSED' && f[1] === `heavy-${i}`, 10_000).catch(() => undefined)));
+      expect(ends.filter((f) => f !== undefined).map((f) => f![2])).toEqual(['error: database error', 'error: database error']);
+      expect(light.frames.filter((f) => f[1] === 'light')).toEqual([]);
+      expect(await lockWaiters((n) => n === 2)).toBe(2);
+    });
+    expect((await light.waitFor((f) => (f[0] === 'EOSE' || f[0] === 'CLOSED') && f[1] === 'light', 10_000))[0]).toBe('EOSE');
+    [...heavy, light].forEach((r) => r.close());
   });
 
   it('are cancelled in Postgres when their client goes away', async () => {
