@@ -1,6 +1,6 @@
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { NostrEvent } from '../common/nostr.types.js';
-import { checkAuthEvent, relayTagMatches } from './nip42.js';
+import { authEventProblem, checkAuthEvent, relayTagMatches } from './nip42.js';
 
 const now = Math.floor(Date.now() / 1000);
 const expect0 = { challenge: 'abc', tenantHost: 'localhost:3000', scheme: 'ws:' as const, nowSecs: now };
@@ -26,14 +26,16 @@ describe('NIP-42 AUTH checks', () => {
   });
 
   it.each([
-    ['a wrong kind', authEvent({ kind: 1 })],
-    ['a stale timestamp', authEvent({ created_at: now - 61 })],
-    ['a future timestamp', authEvent({ created_at: now + 61 })],
-    ['a wrong challenge', authEvent({ tags: [['relay', 'ws://localhost:3000'], ['challenge', 'zzz']] })],
-    ['a missing relay tag', authEvent({ tags: [['challenge', 'abc']] })],
-    ['another tenant host', authEvent({ tags: [['relay', 'ws://evil.example:3000'], ['challenge', 'abc']] })],
-  ])('rejects %s', (_name, ev) => {
+    ['a wrong kind', authEvent({ kind: 1 }), 'kind must be 22242'],
+    ['a stale timestamp', authEvent({ created_at: now - 61 }), "created_at is more than 60 s from the relay's clock"],
+    ['a future timestamp', authEvent({ created_at: now + 61 }), "created_at is more than 60 s from the relay's clock"],
+    ['a wrong challenge', authEvent({ tags: [['relay', 'ws://localhost:3000'], ['challenge', 'zzz']] }), "challenge tag does not match this connection's challenge"],
+    ['no challenge', authEvent({ tags: [['relay', 'ws://localhost:3000']] }), 'no challenge tag'],
+    ['a missing relay tag', authEvent({ tags: [['challenge', 'abc']] }), 'no relay tag'],
+    ['another tenant host', authEvent({ tags: [['relay', 'ws://evil.example:3000'], ['challenge', 'abc']] }), 'relay tag must name this relay (ws://localhost:3000/)'],
+  ])('rejects %s, saying what is wrong', (_name, ev, problem) => {
     expect(checkAuthEvent(ev, expect0)).toBe(false);
+    expect(authEventProblem(ev, expect0)).toBe(problem);
   });
 
   it('treats loopback spellings as one host but keeps the port and scheme strict', () => {

@@ -19,12 +19,23 @@ export interface AuthExpectation {
 }
 
 export function checkAuthEvent(ev: NostrEvent, expect: AuthExpectation): boolean {
-  if (ev.kind !== AUTH_KIND) return false;
-  if (Math.abs(ev.created_at - expect.nowSecs) > AUTH_CLOCK_WINDOW_SECS) return false;
+  return authEventProblem(ev, expect) === undefined;
+}
+
+/**
+ * What is wrong with an AUTH event, in words a client author can act on (the `auth-required:`
+ * answer carries it), or undefined when the checks pass. Names only what the client sent or
+ * could know: the relay's own host, never another tenant's.
+ */
+export function authEventProblem(ev: NostrEvent, expect: AuthExpectation): string | undefined {
+  if (ev.kind !== AUTH_KIND) return `kind must be ${AUTH_KIND}`;
+  if (Math.abs(ev.created_at - expect.nowSecs) > AUTH_CLOCK_WINDOW_SECS) return `created_at is more than ${AUTH_CLOCK_WINDOW_SECS} s from the relay's clock`;
   const challenge = ev.tags.find((t) => t[0] === 'challenge')?.[1];
-  if (challenge !== expect.challenge) return false;
+  if (challenge !== expect.challenge) return challenge === undefined ? 'no challenge tag' : "challenge tag does not match this connection's challenge";
   const relay = ev.tags.find((t) => t[0] === 'relay')?.[1];
-  return relay !== undefined && relayTagMatches(relay, expect);
+  if (relay === undefined) return 'no relay tag';
+  if (!relayTagMatches(relay, expect)) return `relay tag must name this relay (${expect.scheme}//${expect.tenantHost}/)`;
+  return undefined;
 }
 
 /** The relay tag must name this tenant: same scheme, same host (loopback spellings equal), root path. */

@@ -21,6 +21,8 @@ export interface EventAck {
 }
 
 export const PUBKEY_MISMATCH = 'invalid: event pubkey does not match authenticated identity';
+/** POST /events takes one event object as the body, not an array or a `["EVENT", …]` frame. */
+export const EVENTS_BODY_SHAPE = 'invalid: the body must be one event object (not an array)';
 
 @Controller()
 export class EventsController {
@@ -52,11 +54,15 @@ export class EventsController {
   }
 
   private parse(rawBody: string): unknown {
+    let body: unknown;
     try {
-      return JSON.parse(rawBody);
+      body = JSON.parse(rawBody);
     } catch (e) {
       return this.refuse(`invalid event JSON: ${(e as Error).message}`);
     }
+    // One event per request: an array (the WebSocket frame's shape) or any other value is said as such.
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return this.refuse(EVENTS_BODY_SHAPE);
+    return body;
   }
 
   /** A refusal decided before ingest, counted like ingest's own. */

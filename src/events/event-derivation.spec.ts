@@ -35,6 +35,11 @@ describe('deriveChannel for NIP-29 commands', () => {
     expect(deriveChannel(event(kind, []))).toEqual({ ok: false, reason: 'invalid: channel-scoped events must include an h tag' });
   });
 
+  it('a chat message whose h tag is there but not a channel id is told so, not that the tag is missing', () => {
+    expect(deriveChannel(event(9, [['h', 'pizza']]))).toEqual({ ok: false, reason: 'invalid: group id (h tag) must be a UUID' });
+    expect(deriveChannel(event(9, []))).toEqual({ ok: false, reason: 'invalid: channel-scoped events must include an h tag' });
+  });
+
   it('kind 5 refuses several targets before any lookup', () => {
     expect(deriveChannel(event(5, [['e', ID], ['e', ID]]))).toEqual({ ok: false, reason: 'invalid: deletion must have exactly one e or a target (got 2)' });
   });

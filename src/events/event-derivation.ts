@@ -39,7 +39,9 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
   }
   const h = event.tags.find((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))?.[1]?.toLowerCase() ?? null;
   if (!h && REQUIRES_CHANNEL_KINDS.has(event.kind)) {
-    return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
+    // An h tag that is there but names no channel id is said as such, not as a missing tag.
+    const named = event.tags.some((t) => t[0] === 'h');
+    return { ok: false, reason: named ? 'invalid: group id (h tag) must be a UUID' : 'invalid: channel-scoped events must include an h tag' };
   }
   return { ok: true, channelId: h, fromTarget: undefined };
 }

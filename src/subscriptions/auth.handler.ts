@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { checkAuthEvent } from '../auth/nip42.js';
+import { authEventProblem } from '../auth/nip42.js';
 import { ownerProof } from '../auth/nip-oa.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
@@ -107,18 +107,20 @@ export class AuthHandler {
   /** §2.5 steps 1–5, without touching the connection's state. */
   private async verify(conn: RelayConnection, raw: unknown): Promise<Verdict> {
     const parsed = parseEvent(raw);
-    const valid =
-      parsed.ok &&
-      checkAuthEvent(parsed.event, {
-        challenge: conn.challenge,
-        tenantHost: conn.host,
-        scheme: this.config.relayUrl.startsWith('wss://') ? 'wss:' : 'ws:',
-        nowSecs: Math.floor(Date.now() / 1000),
-      }) &&
-      (await this.verifier.verify(parsed.event, 'auth')).ok;
+    const problem = parsed.ok
+      ? authEventProblem(parsed.event, {
+          challenge: conn.challenge,
+          tenantHost: conn.host,
+          scheme: this.config.relayUrl.startsWith('wss://') ? 'wss:' : 'ws:',
+          nowSecs: Math.floor(Date.now() / 1000),
+        })
+      : undefined;
+    const valid = parsed.ok && problem === undefined && (await this.verifier.verify(parsed.event, 'auth')).ok;
     // A NIP-OA owner claim is part of the AUTH event: one that does not verify fails verification.
     const proof = valid && parsed.ok ? ownerProof(parsed.event) : undefined;
-    if (!valid || !parsed.ok || proof?.kind === 'invalid') return { ok: false, outcome: 'invalid', message: 'auth-required: verification failed', close: false };
+    if (!valid || !parsed.ok || proof?.kind === 'invalid') {
+      return { ok: false, outcome: 'invalid', message: `auth-required: verification failed${problem === undefined ? '' : `: ${problem}`}`, close: false };
+    }
     const owner = proof?.kind === 'owner' ? proof.owner : undefined;
     const refusal = await this.admission(conn, parsed.event.pubkey, owner);
     if (refusal) return { ok: false, ...refusal };

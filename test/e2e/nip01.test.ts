@@ -132,9 +132,18 @@ describe('publishing', () => {
     const anon = await RawClient.connect(relay.wsUrl);
     const ev = alice.sign({ kind: 1, content: 'anon' });
     anon.send(['EVENT', ev]);
-    anon.send(['AUTH', alice.sign(authTemplate('not-the-challenge', relay.wsUrl))]);
+    const badAuth = alice.sign(authTemplate('not-the-challenge', relay.wsUrl));
+    anon.send(['AUTH', badAuth]);
     const ok = await anon.waitFor((f) => f[0] === 'OK' && f[1] === ev.id);
     expect(ok).toEqual(['OK', ev.id, false, 'auth-required: not authenticated']);
+    // The AUTH's own answer says what was wrong with it.
+    expect(await anon.waitFor((f) => f[0] === 'OK' && f[1] === badAuth.id)).toEqual(['OK', badAuth.id, false, "auth-required: verification failed: challenge tag does not match this connection's challenge"]);
+    const other = await RawClient.connect(relay.wsUrl);
+    const elsewhere = alice.sign(authTemplate(other.challenge, 'ws://elsewhere.example/'));
+    other.send(['AUTH', elsewhere]);
+    const wrongRelay = await other.waitFor((f) => f[0] === 'OK' && f[1] === elsewhere.id);
+    other.close();
+    expect(wrongRelay[3]).toMatch(/^auth-required: verification failed: relay tag must name this relay \(ws:\/\/(localhost|127\.0\.0\.1):\d+\/\)$/);
     expect(await anon.publish(alice.sign({ kind: 1, content: 'anon again' }))).toEqual([false, 'auth-required: not authenticated']);
     anon.close();
     const c = await RawClient.authed(relay.wsUrl, alice);

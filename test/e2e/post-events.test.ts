@@ -143,6 +143,15 @@ describe('POST /events refuses what the WebSocket refuses, with an HTTP status',
     expect(res.body.error).toMatch(/^invalid event JSON: /);
   });
 
+  it('an array body (a WebSocket frame, or a list of events): 400 saying one event object is wanted, nothing stored', async () => {
+    const hal = newIdentity();
+    const note = hal.sign({ kind: 1, content: 'framed' });
+    for (const body of [JSON.stringify(['EVENT', note]), JSON.stringify([note]), '"text"']) {
+      expect(await post(hal, undefined, { body })).toEqual({ status: 400, body: { error: 'invalid: the body must be one event object (not an array)' } });
+    }
+    expect(await stored(note.id)).toBe(false);
+  });
+
   it.each([1059, 20001])('kind %p: 400, only accepted via WebSocket', async (kind) => {
     const gus = newIdentity();
     const ev = gus.sign({ kind, content: kind === 20001 ? 'online' : 'sealed', tags: kind === 1059 ? [['p', newIdentity().pubkey]] : [] });
