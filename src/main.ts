@@ -9,6 +9,7 @@ import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { bootstrap } from './bootstrap.js';
 import { gracefulShutdown } from './health/graceful-shutdown.js';
 import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
+import { keptRelayKey, recordRunning, stateDirOf } from './database/embedded/embedded-state.js';
 import { startBanner } from './start-banner.js';
 
 /**
@@ -37,7 +38,18 @@ async function main(): Promise<void> {
   const tracing = config.tracing.enabled ? (await import('./tracing/tracing.js')).startTracing(config.tracing) : undefined;
   const pgLog = log.child({ component: 'embedded-postgres' });
   const embedded = config.database.url ? undefined : await startEmbeddedDatabase({ log: (m) => pgLog.info(m) });
-  if (embedded) config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
+  let forget: (() => void) | undefined;
+  if (embedded) {
+    config = { ...config, database: { ...config.database, url: embedded.writerUrl, readUrl: embedded.readerUrl } };
+    // The zero-config relay keeps one key across restarts (state it signed stays its own), and
+    // tells `npm run admin` where its database is.
+    if (config.relayPrivateKey === undefined) {
+      const key = keptRelayKey(stateDirOf(embedded.dataDir));
+      config = { ...config, relayPrivateKey: key.hex };
+      log.info({ file: key.file }, key.made ? `relay key made and kept in ${key.file}` : `relay key read from ${key.file}`);
+    }
+    forget = recordRunning(stateDirOf(embedded.dataDir), embedded);
+  }
   const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity: embedded !== undefined || process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined });
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
@@ -51,6 +63,7 @@ async function main(): Promise<void> {
       log.error({ err }, 'shutdown failed');
       code = 1;
     }
+    forget?.();
     await embedded?.stop();
     await tracing?.shutdown().catch((err: unknown) => log.error({ err }, 'flushing spans failed'));
     process.exit(code);

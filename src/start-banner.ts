@@ -35,8 +35,6 @@ export function startBanner(b: BannerInput): string {
     ? [`embedded writer + streaming replica, data in ${b.embeddedDir}`, `writer ${withoutPassword(b.writerUrl)}`, `reader ${reader}`]
     : [`writer ${withoutPassword(b.writerUrl)}`, `reader ${reader}`];
   const relayEnv = b.wsUrl === DEFAULT_WS_URL ? '' : `RELAY_URL=${b.wsUrl} `;
-  // The embedded writer's URL carries no password, so the command can name it in full.
-  const adminEnv = b.embeddedDir && !new URL(b.writerUrl).password ? `DATABASE_URL=${b.writerUrl} ` : '';
   const rows: Array<[string, string[]]> = [
     ['WebSocket', [`${b.wsUrl}  (NIP-01, authenticate with NIP-42)`]],
     ['HTTP bridge', [`${httpUrl}  (POST /query, /count, /events with NIP-98; GET / for NIP-11)`]],
@@ -45,7 +43,8 @@ export function startBanner(b: BannerInput): string {
   ];
   const next: Array<[string, string]> = [
     ['create a channel', `${relayEnv}npm run create-channel -- general`],
-    ['add a member', `${adminEnv}npm run admin -- add-member <npub>${b.embeddedDir ? '' : "  (with this relay's DATABASE_URL)"}`],
+    // On the embedded pair the CLI finds this relay's database itself (.data/embedded.json).
+    ['add a member', `npm run admin -- add-member <npub>${b.embeddedDir ? '' : "  (with this relay's DATABASE_URL)"}`],
     ['open the docs', 'README.md (first contact), docs/moderation.md (channels, members), docs/operator.md'],
   ];
   const lines = ['', 'buzz-relay is ready', ''];

@@ -10,11 +10,19 @@ import { normalizeHost } from '../tenancy/host.js';
 export const USAGE = `usage: npm run admin -- <command> [options]
   create-community --host <host> [--name <name>] [--move]
   add-member <npub|hex> [--role member|admin] [--host <host>]
+  set-role <npub|hex> --role member|admin [--host <host>]
   remove-member <npub|hex> [--host <host>]
   ban <npub|hex> [--reason <text>] [--expires <unix seconds>] [--host <host>]
   unban <npub|hex> [--host <host>]
   list-members [--host <host>]
---host defaults to the first of BUZZ_DEFAULT_COMMUNITY_HOSTS (localhost).`;
+  help
+--host defaults to the first of BUZZ_DEFAULT_COMMUNITY_HOSTS (localhost).
+The database is DATABASE_URL's; without it, that of the relay \`npm start\` runs in this checkout.`;
+
+/** `help`, `--help` or `-h` anywhere: print USAGE and exit 0. */
+export function wantsHelp(argv: readonly string[]): boolean {
+  return argv[0] === 'help' || argv.includes('--help') || argv.includes('-h');
+}
 
 /** Bad input: exit 2 with the message and the usage. */
 export class UsageError extends Error {}
@@ -33,7 +41,7 @@ export interface ParsedCommand {
   readonly move?: boolean;
 }
 
-const NEEDS_PUBKEY = new Set(['add-member', 'remove-member', 'ban', 'unban']);
+const NEEDS_PUBKEY = new Set(['add-member', 'set-role', 'remove-member', 'ban', 'unban']);
 const COMMANDS = new Set([...NEEDS_PUBKEY, 'list-members', 'create-community']);
 
 export function parseCommand(argv: readonly string[], config: AppConfig): ParsedCommand {
@@ -57,7 +65,8 @@ export function parseCommand(argv: readonly string[], config: AppConfig): Parsed
   if (command === 'create-community' && values.host === undefined) throw new UsageError('create-community needs --host <host>');
   const host = normalizeHost(values.host ?? config.defaultCommunityHosts[0]);
   if (host === undefined || /[\s/]/.test(host)) throw new UsageError(`invalid --host ${JSON.stringify(values.host ?? '')}`);
-  const allowed: Record<string, readonly string[]> = { 'add-member': ['role'], ban: ['reason', 'expires'], 'create-community': ['name'] };
+  if (command === 'set-role' && values.role === undefined) throw new UsageError('set-role needs --role member|admin');
+  const allowed: Record<string, readonly string[]> = { 'add-member': ['role'], 'set-role': ['role'], ban: ['reason', 'expires'], 'create-community': ['name'] };
   if (values.move === true && command !== 'create-community') throw new UsageError(`--move does not apply to ${command}`);
   for (const opt of ['role', 'reason', 'expires', 'name'] as const) {
     if (values[opt] !== undefined && !(allowed[command] ?? []).includes(opt)) throw new UsageError(`--${opt} does not apply to ${command}`);

@@ -61,7 +61,14 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
       const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
       const role = rows.find((r) => r.pubkey === pk)?.role ?? wanted;
       if (role === wanted) return [`${pk} is ${withArticle(role)} of ${cmd.host}`];
-      return [`${pk} is already ${withArticle(role)} of ${cmd.host} and stays one: an existing member keeps their role (remove-member, then add-member --role ${wanted}, to change it)`];
+      return [`${pk} is already ${withArticle(role)} of ${cmd.host} and stays one: add-member never changes a role (set-role ${pk} --role ${wanted} does)`];
+    }
+    case 'set-role': {
+      const before = (await members.onWriter('maintenance', (db) => members.members(db, community.id))).find((r) => r.pubkey === pk)?.role;
+      if (before === undefined) throw new UsageError(`${pk} is not a member of ${cmd.host} (add-member --role ${cmd.role} adds them)`);
+      if (before === cmd.role) return [`${pk} is already ${withArticle(before)} of ${cmd.host}: nothing changed`];
+      await admin.changeRole(community.id, 'operator', pk, cmd.role);
+      return [`${pk} is now ${withArticle(cmd.role!)} of ${cmd.host} (was ${withArticle(before)})`];
     }
     case 'remove-member':
       await admin.removeMember(community.id, 'operator', pk);

@@ -4,9 +4,15 @@
  */
 import { AppConfig, ConfigError, loadConfig } from '../config/app-config.js';
 import type { RedisService } from '../redis/redis.service.js';
-import { parseCommand, USAGE, UsageError } from './admin-args.js';
+import { embeddedStateDirs } from '../database/embedded/embedded-database.js';
+import { readKeptRelayKey, runningEmbedded } from '../database/embedded/embedded-state.js';
+import { parseCommand, USAGE, UsageError, wantsHelp } from './admin-args.js';
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   let config: AppConfig;
   try {
     config = loadConfig(process.env);
@@ -14,7 +20,13 @@ async function main(argv: readonly string[]): Promise<number> {
     if (err instanceof ConfigError) return fail(2, err.message);
     throw err;
   }
-  if (config.database.url === undefined) return fail(2, 'DATABASE_URL is not set: point it at the writer the relay uses');
+  if (config.database.url === undefined) {
+    const found = withEmbeddedDatabase(config);
+    if (found === undefined) {
+      return fail(2, 'DATABASE_URL is not set and no relay started by `npm start` (without DATABASE_URL) is running in this checkout: start one with `npm start`, or set DATABASE_URL to the writer your relay uses');
+    }
+    config = found;
+  }
   let cmd;
   try {
     cmd = parseCommand(argv, config);
@@ -61,6 +73,18 @@ async function redisReady(redis: RedisService): Promise<void> {
   const deadline = Date.now() + 5000;
   while (redis.enabled && !redis.commandReady && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   if (redis.enabled && !redis.commandReady) process.stderr.write('admin: warning: Redis is not reachable; running pods enforce bans at their next sweep\n');
+}
+
+/**
+ * The configuration of the relay `npm start` runs on its embedded pair in this checkout (its
+ * database URLs and the relay key it keeps), or undefined when none is running.
+ */
+function withEmbeddedDatabase(config: AppConfig): AppConfig | undefined {
+  const running = runningEmbedded(embeddedStateDirs());
+  if (running === undefined) return undefined;
+  process.stderr.write(`admin: using the database of the relay running on ${running.stateDir} (writer ${running.writerUrl})\n`);
+  const relayPrivateKey = config.relayPrivateKey ?? readKeptRelayKey(running.stateDir);
+  return { ...config, relayPrivateKey, database: { ...config.database, url: running.writerUrl, readUrl: running.readerUrl } };
 }
 
 function fail(code: number, message: string): number {

@@ -45,14 +45,17 @@ export class Nip11Controller {
     return {
       name: 'Buzz Relay',
       description: 'Buzz — private team communication relay',
-      pubkey: null,
+      // The relay's own key in both: NIP-29 clients (nostr-tools nip29.loadGroup) ask for the
+      // group state by `pubkey`, newer ones by `self`. It is stable when BUZZ_RELAY_PRIVATE_KEY is
+      // set or the relay runs on its embedded database (kept in .data/relay.key); otherwise it is
+      // this process's, and group state signed before a restart carries another.
+      pubkey: this.signer.pubkey,
       contact: null,
       supported_nips: nips,
       supported_extensions: ['nip-er'],
       software: 'https://github.com/block/buzz',
       version: RELAY_VERSION,
-      // The relay's signing key (NIP-29 state, overlays), only when it is stable across restarts.
-      ...(stableKey ? { self: this.signer.pubkey } : {}),
+      self: this.signer.pubkey,
       // Host-scoped (relay.md §6.2): the workspace icon of the request's community (kind 9033).
       ...(await this.hostScoped(req)),
       limitation: {

@@ -338,11 +338,13 @@ describe('HTTP', () => {
   it('serves NIP-11 with limitations on Accept: application/nostr+json', async () => {
     const res = await fetch(relay.httpUrl, { headers: { accept: 'application/nostr+json' } });
     expect(res.status).toBe(200);
-    const doc = (await res.json()) as { limitation: Record<string, unknown>; supported_nips: number[]; self?: string };
+    const doc = (await res.json()) as { limitation: Record<string, unknown>; supported_nips: number[]; self?: string; pubkey?: string };
     expect(doc.limitation).toMatchObject({ max_message_length: 524288, max_subscriptions: 1024, max_filters: 10, max_limit: 1000, max_subid_length: 256 });
-    // Membership is not enforced and no stable key is configured here: no 43, no `self`.
+    // Membership is not enforced and no stable key is configured here: no 43; `pubkey` and
+    // `self` name this process's key (NIP-29 clients look the group state up by it).
     expect(doc.supported_nips).toEqual([1, 2, 9, 10, 11, 16, 17, 23, 25, 29, 33, 38, 42, 45, 50, 56]);
-    expect(doc.self).toBeUndefined();
+    expect(doc.self).toMatch(/^[0-9a-f]{64}$/);
+    expect(doc.pubkey).toBe(doc.self);
   });
 
   it('answers POST /query and /count with the same filters, and 400 for a malformed body', async () => {

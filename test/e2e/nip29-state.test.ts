@@ -165,10 +165,10 @@ describe('NIP-29 group state events', () => {
 });
 
 describe('NIP-11 with a stable relay key', () => {
-  it('names the signing key as `self`, and adds NIP-43 only where membership is enforced', async () => {
-    const doc = async (url: string) => (await (await fetch(url, { headers: { accept: 'application/nostr+json' } })).json()) as { self?: string; supported_nips: number[] };
+  it('names the signing key as `pubkey` and `self`, and adds NIP-43 only where membership is enforced', async () => {
+    const doc = async (url: string) => (await (await fetch(url, { headers: { accept: 'application/nostr+json' } })).json()) as { self?: string; pubkey?: string; supported_nips: number[] };
     const open = await doc(relay.httpUrl);
-    expect(open.self).toBe(RELAY_PUBKEY);
+    expect([open.self, open.pubkey]).toEqual([RELAY_PUBKEY, RELAY_PUBKEY]);
     expect(open.supported_nips).not.toContain(43);
     const members = await startRelay(relayEnv(fixture.db, { BUZZ_RELAY_PRIVATE_KEY: RELAY_SECRET, BUZZ_REQUIRE_RELAY_MEMBERSHIP: 'true' }));
     try {

@@ -83,8 +83,16 @@ describe('operator CLI', () => {
     // Asked for admin, alice stays a member, and is told so (it used to print "is a admin").
     expect(await admin(['add-member', alice.pubkey, '--role', 'admin'])).toMatchObject({
       code: 0,
-      stdout: `${alice.pubkey} is already a member of team.example and stays one: an existing member keeps their role (remove-member, then add-member --role admin, to change it)\n`,
+      stdout: `${alice.pubkey} is already a member of team.example and stays one: add-member never changes a role (set-role ${alice.pubkey} --role admin does)\n`,
     });
+    // set-role does, and says what it did; asked again, it says nothing changed.
+    expect(await admin(['set-role', alice.pubkey, '--role', 'admin'])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is now an admin of team.example (was a member)\n` });
+    expect(await roleIn('team.example', alice.pubkey)).toEqual(['admin', 'admin']);
+    expect(await admin(['set-role', alice.pubkey, '--role', 'admin'])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is already an admin of team.example: nothing changed\n` });
+    expect(await admin(['set-role', alice.pubkey, '--role', 'member'])).toMatchObject({ code: 0, stdout: `${alice.pubkey} is now a member of team.example (was an admin)\n` });
+    const stranger = newIdentity().pubkey;
+    expect(await admin(['set-role', stranger, '--role', 'admin'])).toMatchObject({ code: 2, stderr: `${DEFAULT_HOST_NOTE}admin: ${stranger} is not a member of team.example (add-member --role admin adds them)\n` });
+    expect((await admin(['set-role', alice.pubkey])).stderr.split('\n')[0]).toBe('admin: set-role needs --role member|admin');
     const bob = newIdentity();
     expect(await admin(['add-member', bob.pubkey.toUpperCase(), '--role', 'admin', '--host', 'team.example'])).toMatchObject({ code: 0, stderr: '' });
     expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
@@ -172,7 +180,16 @@ describe('operator CLI', () => {
     expect((await admin(['list-members', '--move'])).stderr.split('\n')[0]).toBe('admin: --move does not apply to list-members');
     // Creating a community that exists under its own host again changes nothing and succeeds.
     expect(await admin(['create-community', '--host', 'home.example'])).toMatchObject({ code: 0 });
-    expect((await admin(['list-members'], { DATABASE_URL: '' })).stderr).toBe('admin: DATABASE_URL is not set: point it at the writer the relay uses\n');
+    // No DATABASE_URL and no `npm start` relay running in this checkout: told both ways out.
+    expect((await admin(['list-members'], { DATABASE_URL: '' })).stderr).toBe(
+      'admin: DATABASE_URL is not set and no relay started by `npm start` (without DATABASE_URL) is running in this checkout: start one with `npm start`, or set DATABASE_URL to the writer your relay uses\n',
+    );
+    // Help needs no database, and exits 0.
+    for (const asked of [['help'], ['--help'], ['add-member', '-h']]) {
+      const help = await admin(asked, { DATABASE_URL: '' });
+      expect([help.code, help.stderr]).toEqual([0, '']);
+      expect(help.stdout).toMatch(/^usage: npm run admin -- <command> \[options\]\n[\s\S]*set-role <npub\|hex> --role member\|admin/);
+    }
     expect(await roleIn('team.example', alice.pubkey)).toEqual(['member', 'member']);
   }, CLI_TEST_MS);
 });

@@ -28,6 +28,11 @@ export interface EmbeddedDatabaseOptions {
 
 const APP_DATABASE = 'buzz';
 const FALLBACK_DATA_DIR = '/tmp/buzz-relay-data/pg';
+
+/** Where a relay of this checkout keeps its embedded state (embedded-state.ts): `.data`, then the fallback's parent. */
+export function embeddedStateDirs(): string[] {
+  return [join(repoRoot(), '.data'), dirname(FALLBACK_DATA_DIR)];
+}
 const REPLICA_WAIT_MS = 30_000;
 
 export async function startEmbeddedDatabase(opts: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
