@@ -19,7 +19,7 @@ import { RoutedReader } from '../routing/routed-reader.service.js';
 import { HEAVY_READ_TERMS } from '../routing/writer-reads.js';
 import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
 import { EventBus } from './event-bus.js';
-import { allStatementsGeneric } from './event-read.queries.js';
+import { allStatementsGeneric, channelDecidesH } from './event-read.queries.js';
 import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from './filter.js';
 import { HistoryFlights } from './history-flights.js';
@@ -134,7 +134,8 @@ export class EventQueryService {
           const { page, lease } = read;
           left -= page.events.length;
           const more = page.cut && left > 0 && page.events.length > 0;
-          const events = page.events.filter((ev) => matchFilter(ev, filters[i]) && (!dedupe || (!seen.has(ev.id) && seen.add(ev.id))));
+          const hDecided = channelDecidesH(scope, filters[i]) ? 'h-decided' : undefined;
+          const events = page.events.filter((ev) => matchFilter(ev, filters[i], hDecided) && (!dedupe || (!seen.has(ev.id) && seen.add(ev.id))));
           let carry = false;
           try {
             yield { events, last: !more && i === filters.length - 1 };

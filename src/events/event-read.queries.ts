@@ -349,6 +349,16 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
     // channel index already narrows the rows, in page order, and with a GIN term the generic plan
     // ANDed two bitmaps and sorted the whole channel instead.
     const ginPrefilter = key === 'e' ? eTags === 'gin' : tagUsesGin(key, scope);
+    if (key === 'h' && !ginPrefilter) {
+      // A channel-scoped `#h` is a condition on the channel column: the channel an event is
+      // stored in, its own `h` tag or, for a reaction or a deletion that carries none, its
+      // target's (derived at ingest; the event stays as signed). When the scope names only
+      // channels of this filter (one filter, or filters of the same channels) the scope's
+      // condition is the whole of it.
+      const ids = channelIds(values);
+      if (!(scope.channels as string[]).every((c) => ids.includes(c))) tagsByKey.set(key, { probeRows: false, check: frag`channel_id = any(${ids}::uuid[])` });
+      continue;
+    }
     const probes = values.map((v) => JSON.stringify([[key, v]]));
     const probe = ginPrefilter ? frag`tags @> any(${probes}::jsonb[])` : undefined;
     if (probe) ginTerms.push({ probes });
@@ -365,6 +375,21 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
  * Postgres hashes `= any(array)` only for a constant array, and the values are bound parameters.
  */
 export const HASHED_TAG_VALUES_FROM = 16;
+
+/** The channel ids among `#h` values, lower case, each once. */
+function channelIds(values: readonly string[]): string[] {
+  return [...new Set(values.filter((v) => CHANNEL_ID.test(v)).map((v) => v.toLowerCase()))];
+}
+
+/**
+ * Whether a history read decides this filter's `#h` on the channel column (channelCheck) rather
+ * than on the event's tags: then a row needs no `h` tag of its own to match it.
+ */
+export function channelDecidesH(scope: ReadScope, f: NostrFilter): boolean {
+  return f.tags.h !== undefined && !tagUsesGin('h', scope);
+}
+
+const CHANNEL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The row has a tag named `key` whose first value is one of `values` (NIP-01's position). */
 function positionalCheck(key: string, values: readonly string[]): SqlFragment {

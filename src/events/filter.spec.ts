@@ -190,6 +190,18 @@ describe('matchFilter', () => {
     expect(matchFilter(ev(), parsed({ kinds: [1] }))).toBe(false);
   });
 
+  it('matches #h by the channel the event is stored in, with or without an h tag of its own', () => {
+    const channel = '0b6f4f36-53a4-4f1c-9f5e-4d3c1a1f0e2d';
+    const reaction = ev({ kind: 7, tags: [['e', A]] });
+    const f = parsed({ '#h': [channel.toUpperCase()] });
+    expect(matchFilter(reaction, f)).toBe(false);
+    expect(matchFilter(reaction, f, channel)).toBe(true);
+    expect(matchFilter(reaction, f, '2b6f4f36-53a4-4f1c-9f5e-4d3c1a1f0e2d')).toBe(false);
+    expect(matchFilter(reaction, f, null)).toBe(false);
+    expect(matchFilter(reaction, f, 'h-decided')).toBe(true);
+    expect(matchFilter(reaction, parsed({ '#h': [channel], '#e': [B] }), 'h-decided')).toBe(false);
+  });
+
   it('matches nothing for empty lists', () => {
     for (const raw of [{ kinds: [] }, { ids: [] }, { authors: [] }, { '#e': [] }]) {
       expect(matchFilter(ev({ tags: [['e', A]] }), parsed(raw))).toBe(false);

@@ -218,8 +218,14 @@ function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
  * Full NIP-01 match: every present condition must hold. `search`, `limit` and `extensions` are
  * not event predicates and are ignored here (search relevance is the FTS query's job).
  */
-export function matchFilter(ev: NostrEvent, filter: NostrFilter): boolean {
-  return matchesTime(ev, filter) && matchesLists(ev, filter) && matchesTags(ev, filter.tags);
+/**
+ * NIP-01 matching. `channelId`: the channel the event is stored in (live fan-out knows it); a
+ * `#h` naming it matches, whether or not the event carries that `h` tag itself (a reaction or a
+ * deletion takes its target's channel). `'h-decided'`: the caller's query already restricted the
+ * rows to the filter's channels (a channel-scoped history read), so `#h` is not checked again.
+ */
+export function matchFilter(ev: NostrEvent, filter: NostrFilter, channelId?: string | null | 'h-decided'): boolean {
+  return matchesTime(ev, filter) && matchesLists(ev, filter) && matchesTags(ev, filter.tags, channelId);
 }
 
 function matchesTime(ev: NostrEvent, f: NostrFilter): boolean {
@@ -239,8 +245,10 @@ function matchesLists(ev: NostrEvent, f: NostrFilter): boolean {
 }
 
 /** Positional: some tag has `[0]` = name and `[1]` in the values. */
-function matchesTags(ev: NostrEvent, tags: Record<string, string[]>): boolean {
+function matchesTags(ev: NostrEvent, tags: Record<string, string[]>, channelId: string | null | undefined | 'h-decided'): boolean {
   for (const [name, values] of Object.entries(tags)) {
+    if (name === 'h' && channelId === 'h-decided') continue;
+    if (name === 'h' && typeof channelId === 'string' && values.some((v) => v.toLowerCase() === channelId)) continue;
     if (!ev.tags.some((t) => t.length >= 2 && t[0] === name && contains(values, t[1]))) return false;
   }
   return true;

@@ -151,7 +151,7 @@ export function subscriptionWants(sub: LiveSubscription, event: NostrEvent, chan
     if (!channelScoped(sub)) return false;
     if (scope.channels !== 'any' && !scope.channels.includes(channelId)) return false;
   }
-  return eventVisibleToReader(event, reader) && sub.filters.some((f) => matchFilter(event, f));
+  return eventVisibleToReader(event, reader) && sub.filters.some((f) => matchFilter(event, f, channelId));
 }
 
 /** One event's EVENT frame per subscription id, built once: subscribers with the same id share the bytes. */

@@ -99,7 +99,7 @@ describe('history read plan', () => {
   });
 
   it("one pinned channel: the generic plan walks the channel index, not the community's kind index", async () => {
-    // The REQ `{"kinds":[9],"#h":[channel]}`: the `#h` value is also re-checked on the tags.
+    // The REQ `{"kinds":[9],"#h":[channel]}`: its `#h` is the scope's condition on the channel column.
     const plan = await genericPlanOf(filter({ kinds: [9], tags: { h: [quietChannel] } }), { communityId, channels: [quietChannel], includeGlobal: false });
     const scans = plan.filter((n) => (n['Actual Rows'] ?? 0) > 0 && /Index Scan/.test(n['Node Type']));
     expect(scans.map((n) => n['Index Name'])).toEqual([expect.stringMatching(/channel_id_created_at/)]);
@@ -108,8 +108,9 @@ describe('history read plan', () => {
     expect(plan.filter((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Seq Scan')).toEqual([]);
   });
 
-  it('`#h` still requires the tag itself: a row placed in the channel without one is not returned', async () => {
-    // A reaction takes its target's channel at ingest and may carry no `h` tag of its own.
+  it('`#h` is the channel a row is stored in: a reaction placed in the channel without an h tag of its own is returned', async () => {
+    // A reaction takes its target's channel at ingest and may carry no `h` tag of its own
+    // (nostr-tools nip25); a channel's `#h` reads find it (issue 29).
     const channel = randomUUID();
     await pool.query(
       `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig, channel_id)
@@ -122,6 +123,11 @@ describe('history read plan', () => {
     const repo = new EventReadRepository();
     expect(await repo.query(kysely, scope, filter({ kinds: [7] }), 20)).toHaveLength(3);
     const tagged = await repo.query(kysely, scope, filter({ kinds: [7], tags: { h: [channel] } }), 20);
-    expect(tagged.map((e) => e.tags)).toEqual([[['h', channel]], [['h', channel]]]);
+    expect(tagged.map((e) => e.tags)).toEqual([[['h', channel]], [['e', '00']], [['h', channel]]]);
+    // Two channels in scope, a filter of one: the other channel's rows stay out.
+    const other = randomUUID();
+    const both: ReadScope = { communityId, channels: [channel, other], includeGlobal: false };
+    expect(await repo.query(kysely, both, filter({ kinds: [7], tags: { h: [other] } }), 20)).toEqual([]);
+    expect(await repo.query(kysely, both, filter({ kinds: [7], tags: { h: [channel.toUpperCase()] } }), 20)).toHaveLength(3);
   });
 });

@@ -151,14 +151,18 @@ describe('statement cache', () => {
         expect(marked.statement.startsWith(GENERIC_PLAN)).toBe(true);
         expect(marked).toMatchObject({ generic_plans: 8, custom_plans: 0 });
         // The same statement without the mark, on the same connection: the client puts the
-        // session's own mode back, and `auto` plans it on every call here (the reason for the mark).
+        // session's own mode back, and `auto` plans its first calls for their values (the reason for the mark).
         const text = marked.statement.slice(GENERIC_PLAN.length);
         // The page is read in its recent window (the channel's rows are minutes old), whose floor follows the kind.
-        const params = [communityId, quietChannel, 9, Math.floor(Date.now() / 1000) - RECENT_WINDOW_SECS, 'h', [quietChannel]];
+        // `#h` of the one channel in scope is the scope's own condition on the channel column.
+        const params = [communityId, quietChannel, 9, Math.floor(Date.now() / 1000) - RECENT_WINDOW_SECS];
         for (let i = 0; i < 8; i++) expect((await client.query(text, params)).rows).toHaveLength(20);
         expect((await client.query('show plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'auto' }]);
-        const unmarked = (await plansOf(client)).find((s) => s.statement === text);
-        expect(unmarked).toMatchObject({ generic_plans: 0, custom_plans: 8 });
+        // `auto` plans the first five calls for their values whatever the costs (Postgres's rule);
+        // only then may it settle on the generic plan. The mark saves those five on every connection.
+        const unmarked = (await plansOf(client)).find((s) => s.statement === text)!;
+        expect(unmarked.custom_plans).toBeGreaterThanOrEqual(5);
+        expect(unmarked.custom_plans + unmarked.generic_plans).toBe(8);
       } finally {
         client.release();
       }
