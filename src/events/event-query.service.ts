@@ -23,7 +23,7 @@ import { allStatementsGeneric, channelDecidesH } from './event-read.queries.js';
 import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from './filter.js';
 import { HistoryFlights } from './history-flights.js';
-import { VISIBILITY_GATED_KINDS } from './kinds.js';
+import { isAddressable, VISIBILITY_GATED_KINDS } from './kinds.js';
 import { ReadScope } from './read-scope.js';
 import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
 import { eventHeapBytes, HEAP_BYTES_PER_TEXT_BYTE } from './stored-event.js';
@@ -170,7 +170,7 @@ export class EventQueryService {
       filters.map((f) => {
         if (matchesNothing(f)) return 0; // no connection, no route decision
         const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        const heavy = ctx !== undefined && filterTerms(f) > HEAVY_READ_TERMS;
+        const heavy = ctx !== undefined && heavyRead(f);
         if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
         return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader, heavy }, work);
       }),
@@ -232,7 +232,7 @@ export class EventQueryService {
   }
 
   private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
-    const heavy = ctx !== undefined && filterTerms(filter) > HEAVY_READ_TERMS;
+    const heavy = ctx !== undefined && heavyRead(filter);
     if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
@@ -316,6 +316,16 @@ export class EventQueryService {
 
 function author(scope: ReadScope, ctx: HistoryContext) {
   return ctx.reader === undefined ? undefined : { communityId: scope.communityId, pubkey: ctx.reader };
+}
+
+/**
+ * A read that may cost its server much CPU: more than HEAVY_READ_TERMS values, unless every kind
+ * it names is addressable (a NIP-29 client loading the group state of its many channels,
+ * `kinds: [39000, …]` with a `#d` per channel, is a lookup per value on the addressable index).
+ */
+export function heavyRead(filter: NostrFilter): boolean {
+  if (filter.kinds !== undefined && filter.kinds.length > 0 && filter.kinds.every(isAddressable)) return false;
+  return filterTerms(filter) > HEAVY_READ_TERMS;
 }
 
 /** Whether the filter can match a kind whose rows only some readers may see (events/visibility.ts). */

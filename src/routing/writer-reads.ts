@@ -43,9 +43,10 @@ export interface WriterReadOptions {
 }
 
 /**
- * Filters with more values than this are heavy on the writer. A chat client's writer-pinned
- * reads (channel metadata, a thread's few ids) stay under it; the expensive-filters attack's
- * (8 tags × 250 values, 1,000 `#e` ids) are far over it.
+ * Filters with more values than this are heavy on the writer (the relay's rule is heavyRead in
+ * events/event-query.service.ts). A chat client's writer-pinned reads (a thread's few ids, the
+ * group state of its channels by `#d`, which is exempt) stay under it; the expensive-filters
+ * attack's (8 tags × 250 values, 1,000 `#e` ids) are far over it.
  */
 export const HEAVY_READ_TERMS = 64;
 
