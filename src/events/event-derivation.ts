@@ -3,7 +3,7 @@
  * references and its mentions. Pure functions; lookups happen in the caller.
  */
 import { NostrEvent } from '../common/nostr.types.js';
-import { GLOBAL_ONLY_KINDS, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
+import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -30,6 +30,12 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
     return { ok: true, channelId: null, fromTarget: target.id, fromCoordinate: target.coordinate };
   }
   if (GLOBAL_ONLY_KINDS.has(event.kind)) return { ok: true, channelId: null, fromTarget: undefined };
+  if (event.kind === KIND.COMMENT && !event.tags.some((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))) {
+    // NIP-22: the parent is the lowercase `e` (clients such as NDK add no `h`); the comment lives
+    // where its parent does. A comment on something else (`a`, `i`) is a global event.
+    const parent = lastHexTag(event, 'e');
+    return { ok: true, channelId: null, fromTarget: parent };
+  }
   if (NIP29_COMMAND_KINDS.has(event.kind)) {
     // A NIP-29 client's group id must name a channel here: never stored as a global event.
     const h = event.tags.find((t) => t[0] === 'h');

@@ -45,7 +45,7 @@ export interface IngestContext {
   readonly author: string;
 }
 
-const THREAD_KINDS = new Set([9, 40002, 45001, 45003]);
+const THREAD_KINDS = new Set([9, 1111, 40002, 45001, 45003]);
 /** Over HTTP these give 400 (relay.md §3.2): presence needs a socket, gift wraps are WS-only upstream. */
 const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.GIFT_WRAP, KIND.PRESENCE]);
 /** `e` tags a reaction may carry besides its target: the target's thread context, which clients copy (NIP-25). */
@@ -156,6 +156,9 @@ export class IngestService {
     if (fromTarget) {
       const target = await this.onWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
       if (target === undefined && event.kind === 7) reject(TARGET_NOT_FOUND.reaction);
+      // A comment on an event that is not here, or not readable by its author, is refused alike:
+      // stored as global it would name a private message's id to everyone.
+      if (target === undefined && event.kind === KIND.COMMENT) reject(TARGET_NOT_FOUND.comment);
       if (target !== undefined && event.kind === 7) await this.reactionRefsInChannel(event, communityId, fromTarget, target.channelId);
       return { channelId: target?.channelId ?? null };
     }

@@ -82,6 +82,8 @@ export const KIND = {
   FORUM_POST: 45001,
   FORUM_VOTE: 45002,
   FORUM_COMMENT: 45003,
+  /** NIP-22 comment: in a channel when its parent is (NDK's `event.reply()` on a chat message). */
+  COMMENT: 1111,
 } as const;
 
 /** 0, 3 and 10000–19999: keyed by (community, pubkey, kind). */

@@ -18,6 +18,7 @@ export function reject(message: string): never {
 export const TARGET_NOT_FOUND = {
   reaction: 'invalid: reaction target event not found',
   threadParent: 'invalid: thread parent event not found',
+  comment: 'invalid: comment parent event not found',
   edit: 'invalid: edited message not found',
   report: 'invalid: report target event not found',
 } as const;
