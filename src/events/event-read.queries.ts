@@ -382,8 +382,9 @@ function channelIds(values: readonly string[]): string[] {
 }
 
 /**
- * Whether a history read decides this filter's `#h` on the channel column (channelCheck) rather
- * than on the event's tags: then a row needs no `h` tag of its own to match it.
+ * Whether a history read decides this filter's `#h` on the channel column (the scope's channels,
+ * and a `channel_id` condition when the scope names others too) rather than on the event's tags:
+ * then a row needs no `h` tag of its own to match it.
  */
 export function channelDecidesH(scope: ReadScope, f: NostrFilter): boolean {
   return f.tags.h !== undefined && !tagUsesGin('h', scope);

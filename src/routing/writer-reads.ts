@@ -103,6 +103,7 @@ export class WriterReads {
 
   private async underCap<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions, waitMs = WRITER_READ_WAIT_MS): Promise<T> {
     const client = opts.signal;
+    client?.throwIfAborted();
     // Aborted when the client goes away or when the cap's rescue stops this read.
     const stop = new AbortController();
     let preempted = false;
