@@ -56,6 +56,21 @@ async function victimServed(): Promise<void> {
   }
 }
 
+/** `n` kind-1 notes of 200 KB by a new author, stored straight on the writer and replicated; the author's key. */
+async function bigNotes(n: number): Promise<Buffer> {
+  const author = randomBytes(32);
+  await fx.writer.query(
+    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
+     select c.id, decode(md5('big-note' || g || $3) || md5('page' || g), 'hex'), $1, date_trunc('second', now()) - (g || ' seconds')::interval, 1, '[]',
+            repeat(md5(g::text), 200000 / 32), $2
+       from communities c, generate_series(1, $4::int) g
+      where c.host = 'localhost'`,
+    [author, randomBytes(64), author.toString('hex'), n],
+  );
+  await fx.db.waitForReplica();
+  return author;
+}
+
 async function closeAll(clients: RawClient[]): Promise<void> {
   for (const c of clients) c.close();
   await Promise.all(clients.map((c) => c.waitClosed(10_000).catch(() => undefined)));
@@ -136,16 +151,7 @@ it('keeps the last fifth of filter memory for keys that hold little: six keys at
 }, 180_000);
 
 it('reads a large history in parts that fit its memory lease: ten readers of 4 filters over 200 KB notes, nothing lost', async () => {
-  const author = randomBytes(32);
-  await fx.writer.query(
-    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
-     select c.id, decode(md5('big-note' || g) || md5('page' || g), 'hex'), $1, date_trunc('second', now()) - (g || ' seconds')::interval, 1, '[]',
-            repeat(md5(g::text), 200000 / 32), $2
-       from communities c, generate_series(1, 30) g
-      where c.host = 'localhost'`,
-    [author, randomBytes(64)],
-  );
-  await fx.db.waitForReplica();
+  const author = await bigNotes(30);
   // Each filter matches all 30 notes (6 MB); no two filters are alike, so no reads are shared:
   // as written, each REQ asks for 24 MB and the ten for 240 MB, 160 MB of it at once.
   const filtersOf = (r: number) => Array.from({ length: 4 }, (_, i) => ({ kinds: [1], authors: [author.toString('hex')], since: r * 10 + i + 1 }));
@@ -181,16 +187,7 @@ it('reads a large history in parts that fit its memory lease: ten readers of 4 f
 }, 120_000);
 
 it("refuses a bridge /query whose answer alone passes the key's share of history memory, and serves a smaller one", async () => {
-  const author = randomBytes(32);
-  await fx.writer.query(
-    `insert into events (community_id, id, pubkey, created_at, kind, tags, content, sig)
-     select c.id, decode(md5('bridge-note' || g) || md5('answer' || g), 'hex'), $1, date_trunc('second', now()) - (g || ' seconds')::interval, 1, '[]',
-            repeat(md5(g::text), 200000 / 32), $2
-       from communities c, generate_series(1, 40) g
-      where c.host = 'localhost'`,
-    [author, randomBytes(64)],
-  );
-  await fx.db.waitForReplica();
+  const author = await bigNotes(40);
   const reader = newIdentity();
   const url = `${fx.relay.httpUrl}/query`;
   const query = async (limit: number) => {
