@@ -5,19 +5,21 @@
  * A filter without `search` is counted in SQL (EventQueryService.count): its channel scope and the
  * reader's visibility rules are both conditions of the statement, so the count is exact. A
  * `search` filter cannot be counted that way (full-text relevance is not a NIP-01 condition), so
- * it takes the spec's fallback: read at most COUNT_FALLBACK_MAX_ROWS + 1 candidate rows through
- * the search path (which applies the same visibility rules in SQL), post-filter them with the
- * NIP-01 match and the per-event rule, and refuse a filter with more candidates than that
- * ({@link CountTooBroadError}) rather than answer a number that is not the count.
+ * it takes the spec's fallback: at most COUNT_FALLBACK_MAX_ROWS + 1 candidate rows (the rows the
+ * full-text match finds in the reader's scope and visibility), post-filtered by the rest of the
+ * filter, and a filter with more candidates than that refused ({@link CountTooBroadError}) rather
+ * than answered with a number that is not the count. Both numbers come from one statement
+ * (SearchRepository.countMatches), a routed read on the bounded arm like any count, under the
+ * fallback's path label; the relay reads no candidate row. Reading them in (up to 5,001 ids from
+ * the search pool, then the rows by id) was what a flood of search COUNTs spent the relay's CPU on.
  */
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { EventQueryService, HistoryContext } from './event-query.service.js';
-import { matchesNothing, matchFilter } from './filter.js';
+import { matchesNothing } from './filter.js';
 import { ReadScope } from './read-scope.js';
-import { SearchService } from './search.service.js';
-import { eventVisibleToReader } from './visibility.js';
+import { SearchRepository } from './search.repository.js';
 
 /** Candidate rows a fallback count may read (relay.md §2.10: "up to 5,001", more is refused). */
 export const COUNT_FALLBACK_MAX_ROWS = 5000;
@@ -40,31 +42,27 @@ export interface CountContext extends HistoryContext {
 export class CountService {
   constructor(
     private readonly queries: EventQueryService,
-    private readonly search: SearchService,
+    private readonly search: SearchRepository,
     private readonly metrics: RelayMetrics,
   ) {}
 
   async count(scope: ReadScope, filters: readonly NostrFilter[], ctx: CountContext): Promise<number> {
-    const counts = await Promise.all(filters.map((f) => (f.search === undefined ? this.queries.count(scope, [f], ctx) : this.fallback(scope, f, ctx))));
+    const counts = await Promise.all(filters.map((f) => (f.search === undefined ? this.queries.count(scope, [f], ctx) : this.fallback(scope, { ...f, search: f.search }, ctx))));
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  private async fallback(scope: ReadScope, f: NostrFilter, ctx: CountContext): Promise<number> {
+  /** A full-text match reads an index entry per matching row however few are counted: always a heavy read. */
+  private async fallback(scope: ReadScope, f: NostrFilter & { search: string }, ctx: CountContext): Promise<number> {
     if (matchesNothing(f)) return 0;
-    const rows = await this.search.search(scope, {
-      text: f.search ?? '',
-      prefix: false,
-      filter: f,
-      limit: COUNT_FALLBACK_MAX_ROWS + 1,
-      offset: 0,
-      path: ctx.path === 'bridge_count' ? 'bridge_count_fallback' : 'count_req_fallback',
-      reader: ctx.reader,
+    const path = ctx.path === 'bridge_count' ? 'bridge_count_fallback' : 'count_req_fallback';
+    const { candidates, matched } = await this.queries.countRead(scope, f, { ...ctx, path }, (db) => this.search.countMatches(db, scope, f, COUNT_FALLBACK_MAX_ROWS + 1), {
+      heavy: true,
+      span: 'query_events_routed_bounded',
     });
-    if (rows.length > COUNT_FALLBACK_MAX_ROWS) {
+    if (candidates > COUNT_FALLBACK_MAX_ROWS) {
       this.metrics.countFallbackRejections.inc();
       throw new CountTooBroadError();
     }
-    const { search: _text, ...plain } = f;
-    return rows.filter((ev) => matchFilter(ev, plain) && eventVisibleToReader(ev, ctx.reader)).length;
+    return matched;
   }
 }

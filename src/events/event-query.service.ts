@@ -169,13 +169,22 @@ export class EventQueryService {
     const counts = await Promise.all(
       filters.map((f) => {
         if (matchesNothing(f)) return 0; // no connection, no route decision
-        const work = (db: Kysely<DB>) => this.repo.count(db, scope, f);
-        const heavy = ctx !== undefined && heavyRead(f);
-        if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
-        return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span: 'count_events_routed', author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader, heavy }, work);
+        return this.countRead(scope, f, ctx, (db) => this.repo.count(db, scope, f));
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * A count's one read of `f`, by `work`: pinned to the writer as history reads are (writerPinned),
+   * routed on the bounded arm otherwise (extra deleted rows cannot be absorbed by a number, so
+   * covered routing never applies). `heavy` by default as for a page (heavyRead).
+   */
+  countRead<T>(scope: ReadScope, f: NostrFilter, ctx: HistoryContext | undefined, work: (db: Kysely<DB>) => Promise<T>, opts: { heavy?: boolean; span?: string } = {}): Promise<T> {
+    const heavy = ctx !== undefined && (opts.heavy ?? heavyRead(f));
+    if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
+    const span = opts.span ?? 'count_events_routed';
+    return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span, author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader, heavy }, work);
   }
 
   private queryOne(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, memory: RowsMemory): Promise<PageRead> {

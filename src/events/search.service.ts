@@ -21,7 +21,7 @@ export interface SearchRequest {
   readonly filter: NostrFilter;
   readonly limit: number;
   readonly offset: number;
-  readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate' | 'count_req_fallback' | 'bridge_count_fallback'>;
+  readonly path: Extract<RoutePath, 'req_search_hydrate' | 'bridge_search_hydrate'>;
   readonly reader: string;
   /** `consistency: "strong"`: hydrate on the writer, unrouted. */
   readonly strong?: boolean;
