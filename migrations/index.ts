@@ -22,6 +22,7 @@ import * as m0019 from './0019_prune_deleted_events.js';
 import * as m0020 from './0020_channel_invites.js';
 import * as m0021 from './0021_bans_notify.js';
 import * as m0022 from './0022_moderation_reports.js';
+import * as m0023 from './0023_channel_group_ids.js';
 
 /**
  * Every migration, keyed by its file name. Static on purpose: the relay is compiled with tsc and
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0020_channel_invites': m0020,
   '0021_bans_notify': m0021,
   '0022_moderation_reports': m0022,
+  '0023_channel_group_ids': m0023,
 };

@@ -3,6 +3,7 @@
  * standard NIP-01 parser drops), validated into typed branch requests. Every
  * problem is a 400 decided before any read runs.
  */
+import { channelIdOf } from '../common/group-id.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../common/nostr.types.js';
 import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../events/filter.js';
@@ -35,7 +36,8 @@ export interface WindowParams {
 }
 
 export function windowParams(f: NostrFilter): WindowParams {
-  if (f.tags.h?.length !== 1) throw new HttpError(400, 'top_level requires exactly one #h channel');
+  const channelId = f.tags.h?.length === 1 ? channelIdOf(f.tags.h[0]) : undefined;
+  if (channelId === undefined) throw new HttpError(400, 'top_level requires exactly one #h channel');
   const beforeId = f.before_id ?? f.extensions.before_id;
   if (beforeId !== undefined && (typeof beforeId !== 'string' || !HEX64.test(beforeId))) {
     throw new HttpError(400, 'top_level: before_id must be a 64-hex event id');
@@ -45,7 +47,7 @@ export function windowParams(f: NostrFilter): WindowParams {
   }
   if (f.until !== undefined && (f.until < 0 || f.until > MAX_UNIX_SECONDS)) throw new HttpError(400, 'top_level: until is out of range');
   return {
-    channelId: f.tags.h[0].toLowerCase(),
+    channelId,
     limit: clampLimit(f.limit, 50, 200),
     cursor: f.until !== undefined ? { until: f.until, beforeId: beforeId as string } : undefined,
     includeAux: f.extensions.include_aux === true,

@@ -14,6 +14,7 @@
  * the replica (`writer/missing_root`), or any other replica error (`writer/replica_error`), re-runs
  * on the writer; a replica statement or lock timeout is surfaced, never re-run.
  */
+import { channelIdsOf } from '../common/group-id.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { RelaySigner } from '../common/relay-signer.js';
@@ -113,7 +114,7 @@ export class ThreadWindowService {
         const roots = await this.repo.rootChannels(tx, reader.communityId, [...new Set(jobs.map((j) => j.thread.rootId))]);
         const wanted = jobs.map((j) => {
           const channelId = roots.get(j.thread.rootId);
-          const named = j.filter.tags.h?.map((h) => h.toLowerCase());
+          const named = j.filter.tags.h && channelIdsOf(j.filter.tags.h);
           return channelId !== undefined && (named === undefined || named.includes(channelId)) ? channelId : undefined;
         });
         const candidates = [...new Set(wanted.filter((c): c is string => c !== undefined))];

@@ -24,6 +24,8 @@ export interface ChannelInfo {
 
 export interface ChannelDetails {
   readonly id: string;
+  /** The group id clients name it by: the one it was created with, or its id. */
+  readonly groupId: string;
   readonly name: string;
   readonly about: string | null;
   readonly visibility: ChannelVisibility;
@@ -33,6 +35,8 @@ export interface ChannelDetails {
 
 export interface NewChannel {
   readonly id: string;
+  /** The NIP-29 group id it is created with when that is not `id` (group-id.ts). */
+  readonly groupId?: string;
   readonly name: string;
   readonly about: string | null;
   readonly visibility: ChannelVisibility;
@@ -151,6 +155,7 @@ export class ChannelRepository {
         visibility: ch.visibility,
         channel_type: ch.channelType,
         created_by: ch.createdBy,
+        group_id: ch.groupId ?? null,
       })
       .onConflict((oc) => oc.columns(['community_id', 'id']).doNothing())
       .returning('id')
@@ -260,12 +265,12 @@ export class ChannelRepository {
   async details(tx: Kysely<DB>, communityId: string, channelId: string): Promise<ChannelDetails | undefined> {
     const row = await tx
       .selectFrom('channels')
-      .select(['id', 'name', 'about', 'visibility', 'channel_type', sql<boolean>`archived_at is not null`.as('archived')])
+      .select(['id', 'group_id', 'name', 'about', 'visibility', 'channel_type', sql<boolean>`archived_at is not null`.as('archived')])
       .where('community_id', '=', communityId)
       .where('id', '=', channelId)
       .where('deleted_at', 'is', null)
       .executeTakeFirst();
-    return row ? { id: row.id, name: row.name, about: row.about, visibility: row.visibility, channelType: row.channel_type, archived: row.archived } : undefined;
+    return row ? { id: row.id, groupId: row.group_id ?? row.id, name: row.name, about: row.about, visibility: row.visibility, channelType: row.channel_type, archived: row.archived } : undefined;
   }
 
   /** Current members, oldest first (a stable order for the 39001/39002 lists). */
@@ -295,25 +300,31 @@ export class ChannelRepository {
     await (this.metrics ? this.metrics.advisoryLock('membership', take) : take());
   }
 
-  /** Newest created_at (epoch seconds) of the live relay-signed state events of a channel, if any. */
-  async latestStateAt(tx: Kysely<DB>, communityId: string, channelId: string, relayPubkey: string, kinds: readonly number[]): Promise<number | undefined> {
+  /** The group id a channel is named by (ChannelDetails.groupId), deleted or not; undefined for no such channel. */
+  async groupIdOf(tx: Kysely<DB>, communityId: string, channelId: string): Promise<string | undefined> {
+    const row = await tx.selectFrom('channels').select(['id', 'group_id']).where('community_id', '=', communityId).where('id', '=', channelId).executeTakeFirst();
+    return row ? (row.group_id ?? row.id) : undefined;
+  }
+
+  /** Newest created_at (epoch seconds) of the live relay-signed state events of a group (by its `d`), if any. */
+  async latestStateAt(tx: Kysely<DB>, communityId: string, groupId: string, relayPubkey: string, kinds: readonly number[]): Promise<number | undefined> {
     const { rows } = await sql<{ at: string | null }>`
       select extract(epoch from max(created_at))::bigint as at from events
        where community_id = ${communityId}::uuid and pubkey = decode(${relayPubkey}, 'hex')
-         and kind = any(${kinds as number[]}::int[]) and d_tag = ${channelId} and deleted_at is null`.execute(tx);
+         and kind = any(${kinds as number[]}::int[]) and d_tag = ${groupId} and deleted_at is null`.execute(tx);
     return rows[0]?.at == null ? undefined : Number(rows[0].at);
   }
 
   /**
-   * Soft-deletes the live versions of the relay's state events of a channel: before a refresh
+   * Soft-deletes the live versions of the relay's state events of a group (by its `d`): before a refresh
    * inserts the new versions, and for good when the group is deleted. Keyed by the relay's
    * current pubkey (the addressable coordinate, and what idx_events_parameterized serves).
    */
-  async supersedeState(tx: Kysely<DB>, communityId: string, channelId: string, relayPubkey: string, kinds: readonly number[]): Promise<void> {
+  async supersedeState(tx: Kysely<DB>, communityId: string, groupId: string, relayPubkey: string, kinds: readonly number[]): Promise<void> {
     await sql`
       update events set deleted_at = now()
        where community_id = ${communityId}::uuid and pubkey = decode(${relayPubkey}, 'hex')
-         and kind = any(${kinds as number[]}::int[]) and d_tag = ${channelId} and deleted_at is null`.execute(tx);
+         and kind = any(${kinds as number[]}::int[]) and d_tag = ${groupId} and deleted_at is null`.execute(tx);
   }
 }
 

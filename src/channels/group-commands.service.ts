@@ -23,6 +23,7 @@ import { reject } from '../events/rejection.js';
 import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
 import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
+import { isNamedGroupId } from '../common/group-id.js';
 import { TtlMap } from '../redis/ttl-map.js';
 
 export const GROUP_KINDS = {
@@ -134,9 +135,12 @@ export class GroupCommandService {
     const visibility = visibilityOf(ev) ?? 'open';
     const channelType = tagValue(ev, 'channel_type') ?? 'stream';
     if (!['stream', 'forum', 'dm', 'workflow'].includes(channelType)) reject('invalid: unknown channel_type');
+    const h = ev.tags.find((t) => t[0] === 'h')?.[1];
+    const groupId = h !== undefined && isNamedGroupId(h) ? h : undefined;
     const created = await this.channels.create(tx, communityId, {
       id: channelId,
-      name: name ?? channelId,
+      groupId,
+      name: name ?? groupId ?? channelId,
       about: tagValue(ev, 'about') ?? null,
       visibility,
       channelType: channelType as 'stream',

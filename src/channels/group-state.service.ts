@@ -9,8 +9,8 @@
  * - 39002 members: `["p", pubkey]` for every current member.
  * - 39003 roles: `["role", name, description]`, once at creation (the roles are fixed).
  *
- * Every state event is addressable with `d` = the channel id and is stored in that channel (and
- * carries its `h` tag), so it is exactly as visible as the channel: anyone in the community for
+ * Every state event is addressable with `d` = the group id (the channel id, or the NIP-29 id the
+ * channel was created with: group-id.ts) and is stored in that channel (and carries it as `h`), so it is exactly as visible as the channel: anyone in the community for
  * an open channel, members only for a private one, on REQ, on the bridge and on live fan-out.
  * A deleted group's state events are soft-deleted with it. They get no `event_mentions` rows:
  * being listed as a member is not a mention, and must not reach the mentions feeds.
@@ -63,7 +63,9 @@ export class GroupStateService {
    */
   async refresh(tx: Kysely<DB>, communityId: string, commandKind: number, channelId: string): Promise<NostrEvent[]> {
     if (commandKind === GROUP_KINDS.DELETE_GROUP) {
-      await this.channels.supersedeState(tx, communityId, channelId, this.signer.pubkey, ALL_STATE_KINDS);
+      // The state's `d` is the group id (the deleted channel keeps its row).
+      const groupId = (await this.channels.groupIdOf(tx, communityId, channelId)) ?? channelId;
+      await this.channels.supersedeState(tx, communityId, groupId, this.signer.pubkey, ALL_STATE_KINDS);
       return [];
     }
     const kinds = REFRESHED[commandKind];
@@ -71,23 +73,24 @@ export class GroupStateService {
     await this.channels.lockGroupState(tx, communityId, channelId);
     const channel = await this.channels.details(tx, communityId, channelId);
     if (!channel) return [];
+    const groupId = channel.groupId;
     const members = kinds.some((k) => k !== GROUP_STATE_KINDS.METADATA && k !== GROUP_STATE_KINDS.ROLES) ? await this.channels.members(tx, communityId, channelId) : [];
     // Versions of one coordinate are ordered by created_at: a refresh within the same second as
     // the previous one moves a second ahead, so the newest state always wins on every client.
-    const previous = await this.channels.latestStateAt(tx, communityId, channelId, this.signer.pubkey, kinds);
+    const previous = await this.channels.latestStateAt(tx, communityId, groupId, this.signer.pubkey, kinds);
     const createdAt = Math.max(Math.floor(Date.now() / 1000), previous === undefined ? 0 : previous + 1);
-    await this.channels.supersedeState(tx, communityId, channelId, this.signer.pubkey, kinds);
-    return kinds.map((kind) => this.signer.sign({ kind, created_at: createdAt, content: '', tags: [['d', channelId], ['h', channelId], ...stateTags(kind, channel, members)] }));
+    await this.channels.supersedeState(tx, communityId, groupId, this.signer.pubkey, kinds);
+    return kinds.map((kind) => this.signer.sign({ kind, created_at: createdAt, content: '', tags: [['d', groupId], ['h', groupId], ...stateTags(kind, channel, members)] }));
   }
 
   /**
    * Relay-signed 44100 (added) / 44101 (removed) notices for a private channel's membership
-   * changes (relay.md §1.3): `["p", member]` and `["h", channel]`. They are stored without a
+   * changes (relay.md §1.3): `["p", member]` and `["h", group id]` (the command's own). They are stored without a
    * channel (a removed member must still read theirs) and are `#p`-gated: only the member named
    * (and the relay key) can read them.
    */
-  membershipNotices(channelId: string, added: readonly string[], removed: readonly string[]): NostrEvent[] {
-    const notice = (kind: number, pubkey: string) => this.signer.sign({ kind, content: '', tags: [['p', pubkey], ['h', channelId]] });
+  membershipNotices(groupId: string, added: readonly string[], removed: readonly string[]): NostrEvent[] {
+    const notice = (kind: number, pubkey: string) => this.signer.sign({ kind, content: '', tags: [['p', pubkey], ['h', groupId]] });
     return [...added.map((pk) => notice(MEMBERSHIP_NOTICE_KINDS.ADDED, pk)), ...removed.map((pk) => notice(MEMBERSHIP_NOTICE_KINDS.REMOVED, pk))];
   }
 }

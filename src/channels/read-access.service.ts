@@ -9,9 +9,9 @@ import { NostrFilter } from '../common/nostr.types.js';
 import { AUTHOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS } from '../events/kinds.js';
 import { ReadScope } from '../events/read-scope.js';
 import { ChannelAccessService } from './channel-access.service.js';
+import { channelIdsOf } from '../common/group-id.js';
 
 export const MAX_EXPLICIT_CHANNELS = 128;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ENGRAM_KIND = 30174;
 
 export type ScopeDecision = { ok: true; scope: ReadScope } | { ok: false; reason: string };
@@ -27,7 +27,7 @@ export class ReadAccessService {
     if (explicit > MAX_EXPLICIT_CHANNELS) return { ok: false, reason: 'restricted: too many explicit channels' };
     const pinned = filters.length > 0 && filters.every((f) => (f.tags.h?.length ?? 0) > 0);
     if (pinned) {
-      const requested = [...new Set(filters.flatMap((f) => f.tags.h!.map((h) => h.toLowerCase())).filter((h) => UUID.test(h)))];
+      const requested = channelIdsOf(filters.flatMap((f) => f.tags.h!));
       const allowed = await this.access.authorize(communityId, pubkey, requested);
       if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
       const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false, reader: pubkey };
@@ -47,7 +47,7 @@ export class ReadAccessService {
     if (!requested || requested.length === 0) {
       return { communityId, channels: [...(await this.access.accessible(communityId, pubkey))], includeGlobal: true, reader: pubkey };
     }
-    const allowed = await this.access.authorize(communityId, pubkey, [...new Set(requested.map((h) => h.toLowerCase()).filter((h) => UUID.test(h)))]);
+    const allowed = await this.access.authorize(communityId, pubkey, channelIdsOf(requested));
     return allowed.length === 0 ? undefined : { communityId, channels: allowed, includeGlobal: false, reader: pubkey };
   }
 
@@ -75,3 +75,4 @@ export class ReadAccessService {
     return undefined;
   }
 }
+

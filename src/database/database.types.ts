@@ -163,6 +163,8 @@ export interface ChannelsTable {
   created_at: TimestampDefaultNow;
   archived_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
+  /** The NIP-29 group id the channel was created with, when it is not the channel's UUID. */
+  group_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** PK (community_id, channel_id, pubkey). */

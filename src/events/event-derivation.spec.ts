@@ -1,3 +1,4 @@
+import { BAD_GROUP_ID, channelIdOf } from '../common/group-id.js';
 import { NostrEvent } from '../common/nostr.types.js';
 import { visibilityOf } from '../channels/group-commands.service.js';
 import { deletionTarget, deriveChannel } from './event-derivation.js';
@@ -29,14 +30,16 @@ describe('deletionTarget (kind 5 and 9005: exactly one e or a)', () => {
 });
 
 describe('deriveChannel for NIP-29 commands', () => {
-  it.each([9000, 9001, 9002, 9005, 9007, 9008, 9009, 9021, 9022])('kind %i needs a UUID h', (kind) => {
+  it.each([9000, 9001, 9002, 9005, 9007, 9008, 9009, 9021, 9022])('kind %i needs a group id in h: a UUID, or a NIP-29 id mapped to one', (kind) => {
     expect(deriveChannel(event(kind, [['h', CHANNEL.toUpperCase()]]))).toEqual({ ok: true, channelId: CHANNEL, fromTarget: undefined });
-    expect(deriveChannel(event(kind, [['h', 'pizza']]))).toEqual({ ok: false, reason: 'invalid: group id (h tag) must be a UUID' });
+    expect(deriveChannel(event(kind, [['h', 'pizza']]))).toEqual({ ok: true, channelId: channelIdOf('pizza'), fromTarget: undefined });
+    expect(deriveChannel(event(kind, [['h', 'pizza party']]))).toEqual({ ok: false, reason: BAD_GROUP_ID });
     expect(deriveChannel(event(kind, []))).toEqual({ ok: false, reason: 'invalid: channel-scoped events must include an h tag' });
   });
 
-  it('a chat message whose h tag is there but not a channel id is told so, not that the tag is missing', () => {
-    expect(deriveChannel(event(9, [['h', 'pizza']]))).toEqual({ ok: false, reason: 'invalid: group id (h tag) must be a UUID' });
+  it('a chat message whose h tag is there but not a group id is told so, not that the tag is missing', () => {
+    expect(deriveChannel(event(9, [['h', 'pizza party']]))).toEqual({ ok: false, reason: BAD_GROUP_ID });
+    expect(deriveChannel(event(9, [['h', 'pizza party'], ['h', 'pizza']]))).toEqual({ ok: true, channelId: channelIdOf('pizza'), fromTarget: undefined });
     expect(deriveChannel(event(9, []))).toEqual({ ok: false, reason: 'invalid: channel-scoped events must include an h tag' });
   });
 

@@ -3,9 +3,9 @@
  * references and its mentions. Pure functions; lookups happen in the caller.
  */
 import { NostrEvent } from '../common/nostr.types.js';
+import { BAD_GROUP_ID, channelIdOf } from '../common/group-id.js';
 import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HEX64 = /^[0-9a-f]{64}$/;
 
 export type ChannelDerivation =
@@ -15,8 +15,8 @@ export type ChannelDerivation =
 /**
  * Reactions and deletions take the channel of their target (`fromTarget` or
  * `fromCoordinate` names it for the caller to look up); global-only kinds have
- * none; NIP-29 commands use their (first) `h` tag, which must be a UUID; the
- * rest use the first `h` tag that is a UUID.
+ * none; NIP-29 commands use their (first) `h` tag, which must be a group id; the
+ * rest use the first `h` tag that is one. A group id names its channel by group-id.ts's rule.
  */
 export function deriveChannel(event: NostrEvent): ChannelDerivation {
   if (event.kind === 7) {
@@ -30,7 +30,7 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
     return { ok: true, channelId: null, fromTarget: target.id, fromCoordinate: target.coordinate };
   }
   if (GLOBAL_ONLY_KINDS.has(event.kind)) return { ok: true, channelId: null, fromTarget: undefined };
-  if (event.kind === KIND.COMMENT && !event.tags.some((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))) {
+  if (event.kind === KIND.COMMENT && !event.tags.some((t) => t[0] === 'h' && channelIdOf(t[1] ?? '') !== undefined)) {
     // NIP-22: the parent is the lowercase `e` (clients such as NDK add no `h`); the comment lives
     // where its parent does. A comment on something else (`a`, `i`) is a global event.
     const parent = lastHexTag(event, 'e');
@@ -40,14 +40,16 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
     // A NIP-29 client's group id must name a channel here: never stored as a global event.
     const h = event.tags.find((t) => t[0] === 'h');
     if (!h) return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
-    if (!UUID.test(h[1] ?? '')) return { ok: false, reason: 'invalid: group id (h tag) must be a UUID' };
-    return { ok: true, channelId: h[1].toLowerCase(), fromTarget: undefined };
+    const channelId = channelIdOf(h[1] ?? '');
+    if (channelId === undefined) return { ok: false, reason: BAD_GROUP_ID };
+    return { ok: true, channelId, fromTarget: undefined };
   }
-  const h = event.tags.find((t) => t[0] === 'h' && UUID.test(t[1] ?? ''))?.[1]?.toLowerCase() ?? null;
+  let h: string | null = null;
+  for (const t of event.tags) if (t[0] === 'h' && (h = channelIdOf(t[1] ?? '') ?? null) !== null) break;
   if (!h && REQUIRES_CHANNEL_KINDS.has(event.kind)) {
     // An h tag that is there but names no channel id is said as such, not as a missing tag.
     const named = event.tags.some((t) => t[0] === 'h');
-    return { ok: false, reason: named ? 'invalid: group id (h tag) must be a UUID' : 'invalid: channel-scoped events must include an h tag' };
+    return { ok: false, reason: named ? BAD_GROUP_ID : 'invalid: channel-scoped events must include an h tag' };
   }
   return { ok: true, channelId: h, fromTarget: undefined };
 }

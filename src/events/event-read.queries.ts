@@ -7,6 +7,7 @@
  * matches.
  */
 import { RawBuilder, sql } from 'kysely';
+import { channelIdsOf } from '../common/group-id.js';
 import { isHex64, NostrFilter } from '../common/nostr.types.js';
 import { GENERIC_PLAN } from '../database/statement-cache.js';
 import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
@@ -355,7 +356,7 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
       // target's (derived at ingest; the event stays as signed). When the scope names only
       // channels of this filter (one filter, or filters of the same channels) the scope's
       // condition is the whole of it.
-      const ids = channelIds(values);
+      const ids = channelIdsOf(values);
       if (!(scope.channels as string[]).every((c) => ids.includes(c))) tagsByKey.set(key, { probeRows: false, check: frag`channel_id = any(${ids}::uuid[])` });
       continue;
     }
@@ -377,9 +378,6 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
 export const HASHED_TAG_VALUES_FROM = 16;
 
 /** The channel ids among `#h` values, lower case, each once. */
-function channelIds(values: readonly string[]): string[] {
-  return [...new Set(values.filter((v) => CHANNEL_ID.test(v)).map((v) => v.toLowerCase()))];
-}
 
 /**
  * Whether a history read decides this filter's `#h` on the channel column (the scope's channels,
@@ -389,8 +387,6 @@ function channelIds(values: readonly string[]): string[] {
 export function channelDecidesH(scope: ReadScope, f: NostrFilter): boolean {
   return f.tags.h !== undefined && !tagUsesGin('h', scope);
 }
-
-const CHANNEL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The row has a tag named `key` whose first value is one of `values` (NIP-01's position). */
 function positionalCheck(key: string, values: readonly string[]): SqlFragment {

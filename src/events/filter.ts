@@ -21,6 +21,7 @@
  *   {@link MAX_FILTER_TIMESTAMP}, and a NUL or an unpaired surrogate in a tag name, a tag value
  *   or `search` (see `common/storable-text.ts`).
  */
+import { channelIdOf } from '../common/group-id.js';
 import { NostrEvent, NostrFilter, isHex64 } from '../common/nostr.types.js';
 import { unstorableText } from '../common/storable-text.js';
 
@@ -248,7 +249,7 @@ function matchesLists(ev: NostrEvent, f: NostrFilter): boolean {
 function matchesTags(ev: NostrEvent, tags: Record<string, string[]>, channelId: string | null | undefined | 'h-decided'): boolean {
   for (const [name, values] of Object.entries(tags)) {
     if (name === 'h' && channelId === 'h-decided') continue;
-    if (name === 'h' && typeof channelId === 'string' && values.some((v) => v.toLowerCase() === channelId)) continue;
+    if (name === 'h' && typeof channelId === 'string' && values.some((v) => channelIdOf(v) === channelId)) continue;
     if (!ev.tags.some((t) => t.length >= 2 && t[0] === name && contains(values, t[1]))) return false;
   }
   return true;

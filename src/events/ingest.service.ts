@@ -2,6 +2,7 @@
  * The write path shared by WebSocket EVENT and HTTP: ordered gates that each map
  * to an `OK` reason, then storage, then live fan-out of what was newly stored.
  */
+import { isNamedGroupId } from '../common/group-id.js';
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { isHex64, NostrEvent } from '../common/nostr.types.js';
@@ -232,9 +233,12 @@ export class IngestService {
       effect = await this.groups.apply(tx, communityId, item.event, channelId);
       // Relay-signed NIP-29 state (39000–39003) replaces its previous versions in this transaction.
       state = await this.groupState.refresh(tx, communityId, item.event.kind, channelId);
-      await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: channelId, thread: null, mentions: [] })));
-      // 44100/44101 for a private channel's adds and removals, stored globally and #p-gated.
-      notices = this.groupState.membershipNotices(channelId, effect.added, effect.removed);
+      await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: event.tags[0][1], thread: null, mentions: [] })));
+      // 44100/44101 for a private channel's adds and removals, stored globally and #p-gated, naming
+      // the group as the command did.
+      const h = item.event.tags.find((t) => t[0] === 'h')?.[1];
+      const groupId = h !== undefined && isNamedGroupId(h) ? h : channelId;
+      notices = this.groupState.membershipNotices(groupId, effect.added, effect.removed);
       await this.writer.insertIn(tx, communityId, notices.map((event) => ({ event, channelId: null, dTag: null, thread: null, mentions: mentionsOf(event) })));
       roots = await this.repo.unthread(tx, communityId, effect.deletedIds);
       return 'stored' as const;

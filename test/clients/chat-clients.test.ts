@@ -8,7 +8,9 @@
  *   relay stores it in its target's channel, so a channel's `#h` subscription gets it live and a
  *   `#h` history read finds it, stored as signed;
  * - NDK `event.reply()` on a chat message builds a NIP-22 kind 1111 comment (no `h`): stored in
- *   the message's channel and thread, read back by `#e` with NDK and by `#h` on the wire.
+ *   the message's channel and thread, read back by `#e` with NDK and by `#h` on the wire;
+ * - NDK `NDKSimpleGroup` with its default group id (not a UUID) creates, names and posts to a
+ *   group, then loads its metadata and member list by that id.
  *
  * The `#h` sides are checked on the wire, by a plain client: nostr-tools and NDK drop an event
  * that does not match their own subscription's filters, and an event without `h` never matches
@@ -20,6 +22,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { bytesToHex } from 'nostr-tools/utils';
+import { channelIdOf } from '../../src/common/group-id.js';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 
@@ -181,3 +184,31 @@ it('refuses a comment whose parent is not stored here, as for a reaction', async
   expect(await c.publish(orphan)).toEqual([false, 'invalid: comment parent event not found']);
   c.close();
 });
+
+interface GroupCreateReport {
+  groupId?: string;
+  steps: Record<string, unknown>;
+  name?: string;
+  members: string[];
+  found: string[];
+  postId?: string;
+  errors: string[];
+}
+
+it(`an NDKSimpleGroup with NDK's default id (not a UUID) is created, named, posted to and loaded by that id, ${RUNS} runs of ${RUNS}`, async () => {
+  const outcomes: unknown[] = [];
+  const expected: unknown[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const user = newIdentity();
+    const name = `ndk group ${i}`;
+    const report = await run<GroupCreateReport>('ndk-group.mjs', { url: fixture.relay.wsUrl, sk: bytesToHex(user.sk), name });
+    if (typeof report === 'string') {
+      outcomes.push(report);
+      continue;
+    }
+    const { rows } = await fixture.writer.query<{ group_id: string; name: string }>(`select group_id, name from channels where id = $1`, [channelIdOf(report.groupId ?? '') ?? randomUUID()]);
+    outcomes.push({ uuid: /^[0-9a-f-]{36}$/i.test(report.groupId ?? ''), steps: report.steps, name: report.name, members: report.members, found: report.found.includes(report.postId!), channel: rows[0], errors: report.errors });
+    expected.push({ uuid: false, steps: { create: 1, name: 1, post: 1 }, name, members: [user.pubkey], found: true, channel: { group_id: report.groupId, name }, errors: [] });
+  }
+  expect(outcomes).toEqual(expected);
+}, RUNS * TIMEOUT_MS * 2);

@@ -6,6 +6,7 @@
  * counts that follow deletions and the live 39005. Every state change is read back on the writer
  * and on the streaming replica; stored / not stored is checked on the writer.
  */
+import { BAD_GROUP_ID, channelIdOf } from '../../src/common/group-id.js';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { getPublicKey, verifyEvent, type Event, type VerifiedEvent } from 'nostr-tools/pure';
@@ -327,10 +328,47 @@ describe('deletions take exactly one e or a target', () => {
 });
 
 describe('NIP-29 as clients speak it', () => {
-  it.each([9000, 9001, 9002, 9005, 9007, 9008, 9009, 9021, 9022])('kind %i with a non-UUID group id is refused, not stored as a global event', async (kind) => {
-    const ev = alice.sign({ kind, tags: [['h', 'pizza-lovers'], ['p', bob.pubkey], ['name', 'pizza']] });
-    expect(await publish(alice, ev)).toEqual([false, 'invalid: group id (h tag) must be a UUID']);
+  it.each([9000, 9001, 9002, 9005, 9007, 9008, 9009, 9021, 9022])('kind %i with an h that is no group id is refused, not stored as a global event', async (kind) => {
+    const ev = alice.sign({ kind, tags: [['h', 'pizza lovers'], ['p', bob.pubkey], ['name', 'pizza']] });
+    expect(await publish(alice, ev)).toEqual([false, BAD_GROUP_ID]);
     expect(await stored(ev.id)).toBe(false);
+  });
+
+  it('a NIP-29 group id that is not a UUID (NDK\'s default, mixed case) is a channel: created, joined, posted to, read by #h, its state by #d', async () => {
+    const group = `Pz${randomUUID().replaceAll('-', '').slice(0, 22)}`;
+    const channelId = channelIdOf(group)!;
+    expect(await cmd(alice, 9007, group, [['name', 'Pizza'], ['private']])).toEqual([true, '']);
+    expect(await channelRow(channelId)).toEqual({ name: 'Pizza', visibility: 'private', deleted: false });
+    expect(await cmd(alice, 9000, group, [['p', bob.pubkey]])).toEqual([true, '']);
+    expect(await roleOf(channelId, bob.pubkey)).toBe('member');
+    const post = bob.sign({ kind: 9, content: 'a slice for everyone', tags: [['h', group]] });
+    expect(await publish(bob, post)).toEqual([true, '']);
+    // Stored as signed, in the channel the id names.
+    const [w] = await both<{ channel: string; tags: string[][] }>(`select channel_id::text as channel, tags from events where id = decode($1, 'hex')`, [post.id]);
+    expect(w).toEqual([{ channel: channelId, tags: [['h', group]] }]);
+    // Read by the id the client knows, history and live; and by the channel's UUID as well.
+    const history = await client(bob).req(`h-${randomUUID()}`, { kinds: [9], '#h': [group] });
+    expect(history.events.map((e) => e.id)).toEqual([post.id]);
+    expect((await client(bob).req(`u-${randomUUID()}`, { kinds: [9], '#h': [channelId] })).events.map((e) => e.id)).toEqual([post.id]);
+    const sub = `live-${randomUUID()}`;
+    client(bob).send(['REQ', sub, { kinds: [9], '#h': [group], limit: 0 }]);
+    await client(bob).waitFor((f) => f[0] === 'EOSE' && f[1] === sub);
+    const from = client(bob).frames.length;
+    const live = alice.sign({ kind: 9, content: 'more pizza', tags: [['h', group]] });
+    expect(await publish(alice, live)).toEqual([true, '']);
+    expect((await client(bob).waitFor((f) => f[0] === 'EVENT' && f[1] === sub, 5000, from))[2]).toMatchObject({ id: live.id });
+    client(bob).send(['CLOSE', sub]);
+    // The relay's state names the group by its id, as a NIP-29 client looks it up.
+    const state = await client(bob).req(`s-${randomUUID()}`, { kinds: [39000, 39002], '#d': [group] });
+    expect(state.events.map((e) => [e.kind, e.pubkey, e.tags[0], e.tags[1]]).sort()).toEqual([
+      [39000, RELAY_PUBKEY, ['d', group], ['h', group]],
+      [39002, RELAY_PUBKEY, ['d', group], ['h', group]],
+    ]);
+    expect(state.events.find((e) => e.kind === 39002)!.tags).toEqual(expect.arrayContaining([['p', bob.pubkey]]));
+    // Not a member: the group is private.
+    expect(await publish(carol, carol.sign({ kind: 9, content: 'let me in', tags: [['h', group]] }))).toEqual([false, expect.stringMatching(/^restricted: /)]);
+    // Another id, even one differing only in case, is another group.
+    expect(await publish(bob, bob.sign({ kind: 9, content: 'wrong case', tags: [['h', group.toLowerCase()]] }))).toEqual([false, expect.stringMatching(/^restricted: /)]);
   });
 
   it('9007 without an h tag is refused', async () => {
