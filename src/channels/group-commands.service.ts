@@ -238,8 +238,11 @@ export class GroupCommandService {
    */
   private async createInvite(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
     await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
-    const codes = ev.tags.filter((t) => t[0] === 'code').map((t) => t[1] ?? '');
-    if (codes.length === 0) reject('invalid: invite needs a code tag');
+    const named = ev.tags.filter((t) => t[0] === 'code').map((t) => t[1] ?? '');
+    // Without a `code` tag (NIP-29 names none; applesauce's CreateGroupInviteFactory adds none)
+    // the invite's code is its own event id: its signer knows it, and so do the channel's
+    // members, who can read the stored 9009, as they can read any code.
+    const codes = named.length > 0 ? named : [ev.id];
     if (codes.length > INVITE_LIMITS.codesPerEvent) reject(`invalid: at most ${INVITE_LIMITS.codesPerEvent} code tags per invite`);
     if (codes.some((c) => c.length < INVITE_LIMITS.codeMinLength || c.length > INVITE_LIMITS.codeMaxLength)) {
       reject(`invalid: invite code must be ${INVITE_LIMITS.codeMinLength} to ${INVITE_LIMITS.codeMaxLength} characters`);

@@ -10,7 +10,9 @@
  * - NDK `event.reply()` on a chat message builds a NIP-22 kind 1111 comment (no `h`): stored in
  *   the message's channel and thread, read back by `#e` with NDK and by `#h` on the wire;
  * - NDK `NDKSimpleGroup` with its default group id (not a UUID) creates, names and posts to a
- *   group, then loads its metadata and member list by that id.
+ *   group, then loads its metadata and member list by that id;
+ * - applesauce `CreateGroupInviteFactory` (a 9009 with no code) and `GroupJoinRequestFactory` with
+ *   the invite's event id as the code let a guest into the private channel.
  *
  * The `#h` sides are checked on the wire, by a plain client: nostr-tools and NDK drop an event
  * that does not match their own subscription's filters, and an event without `h` never matches
@@ -211,4 +213,30 @@ it(`an NDKSimpleGroup with NDK's default id (not a UUID) is created, named, post
     expected.push({ uuid: false, steps: { create: 1, name: 1, post: 1 }, name, members: [user.pubkey], found: true, channel: { group_id: report.groupId, name }, errors: [] });
   }
   expect(outcomes).toEqual(expected);
+}, RUNS * TIMEOUT_MS * 2);
+
+interface InviteReport {
+  invite?: string;
+  join?: string;
+  read?: string[];
+  errors: string[];
+}
+
+it(`an applesauce invite without a code admits the guest it is shared with, once, ${RUNS} runs of ${RUNS}`, async () => {
+  const welcome = owner.sign({ kind: 9, content: `welcome ${randomUUID()}`, tags: [['h', channel]] });
+  expect(await admin.publish(welcome)).toEqual([true, '']);
+  const outcomes: unknown[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    // The factory's 9009 has no nonce: two built by one admin in the same second are one event
+    // (answered `duplicate:`), so one code (docs/moderation.md). Runs are a second apart, as clicks are.
+    if (i > 0) await new Promise((r) => setTimeout(r, 1100));
+    const guest = newIdentity();
+    const report = await run<InviteReport>('applesauce-invite.mjs', { url: fixture.relay.wsUrl, adminSk: bytesToHex(owner.sk), guestSk: bytesToHex(guest.sk), group: channel });
+    const { rows } = await fixture.writer.query<{ role: string }>(`select role from channel_members where channel_id = $1 and pubkey = $2 and removed_at is null`, [channel, guest.pubkey]);
+    outcomes.push(typeof report === 'string' ? report : { invite: report.invite, join: report.join, reads: report.read?.includes(welcome.id), role: rows[0]?.role, errors: report.errors });
+  }
+  expect(outcomes).toEqual(Array(RUNS).fill({ invite: 'ok', join: 'ok', reads: true, role: 'member', errors: [] }));
+  // Each code admitted one guest: none is left open.
+  const { rows } = await fixture.writer.query<{ open: number }>(`select count(*)::int as open from channel_invites where channel_id = $1 and used_at is null`, [channel]);
+  expect(rows[0].open).toBe(0);
 }, RUNS * TIMEOUT_MS * 2);

@@ -237,7 +237,6 @@ describe('NIP-29 invites (9009 → 9021 code)', () => {
     const now = Math.floor(Date.now() / 1000);
     const many = Array.from({ length: 11 }, (_, i) => ['code', `many-codes-${i}x`]);
     expect(await cmd(alice, 9009, ch, many)).toEqual([false, 'invalid: at most 10 code tags per invite']);
-    expect(await cmd(alice, 9009, ch)).toEqual([false, 'invalid: invite needs a code tag']);
     expect(await cmd(alice, 9009, ch, [['code', 'x'.repeat(129)]])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
     expect(await cmd(alice, 9009, ch, [['code', 'a']])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
     expect(await cmd(alice, 9009, ch, [['code', 'eleven-char']])).toEqual([false, 'invalid: invite code must be 12 to 128 characters']);
