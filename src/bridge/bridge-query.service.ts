@@ -14,6 +14,7 @@ import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { EventQueryService, HISTORY_PAGE_LEASE_BYTES } from '../events/event-query.service.js';
 import { matchFilter } from '../events/filter.js';
+import { channelDecidesH } from '../events/event-read.queries.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RouteRequest } from '../routing/routed-read.types.js';
@@ -290,7 +291,9 @@ export class BridgeQueryService {
       strong: strong(f),
     });
     const { search: _ignored, ...plain } = f;
-    return rows.filter((ev) => matchFilter(ev, plain) && eventVisibleToReader(ev, reader.pubkey));
+    // The match already kept a channel-scoped `#h` to its channels (SearchRepository).
+    const hDecided = channelDecidesH(scope, f) ? 'h-decided' : undefined;
+    return rows.filter((ev) => matchFilter(ev, plain, hDecided) && eventVisibleToReader(ev, reader.pubkey));
   }
 }
 

@@ -6,6 +6,7 @@ import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
 import { DB } from '../database/database.types.js';
+import { channelIdsOf } from '../common/group-id.js';
 import { filterPredicate } from './event-read.queries.js';
 import { EVENT_COLUMNS, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';
@@ -17,6 +18,7 @@ export interface SearchFilter {
   readonly authors?: string[];
   readonly since?: number;
   readonly until?: number;
+  readonly tags?: Record<string, string[]>;
 }
 
 @Injectable()
@@ -64,14 +66,18 @@ export class SearchRepository {
   }
 }
 
-/** The rows of `scope` a full-text `query` finds, live, within the filter's kinds, authors and times, that the reader may see. */
+/** The rows of `scope` a full-text `query` finds, live, within the filter's kinds, authors, times and channels, that the reader may see. */
 function matching(scope: ReadScope, query: RawBuilder<unknown>, filter: SearchFilter): RawBuilder<unknown> {
   const kinds = filter.kinds ? sql`and e.kind = any(${filter.kinds}::int[])` : sql``;
   const authors = filter.authors ? sql`and e.pubkey = any(${filter.authors.map((a) => Buffer.from(a, 'hex'))}::bytea[])` : sql``;
   const since = filter.since !== undefined ? sql`and e.created_at >= to_timestamp(${filter.since})` : sql``;
   const until = filter.until !== undefined ? sql`and e.created_at <= to_timestamp(${filter.until})` : sql``;
+  // A channel-scoped `#h` is the channel a row is stored in, as for history reads (channelDecidesH):
+  // a reaction or comment without an `h` of its own is found in its target's channel.
+  const h = filter.tags?.h;
+  const channels = h !== undefined && scope.channels !== 'any' ? sql`and e.channel_id = any(${channelIdsOf(h)}::uuid[])` : sql``;
   return sql`e.community_id = ${scope.communityId}::uuid and e.deleted_at is null and e.search_tsv @@ ${query}
-         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until} ${visibilitySql(scope.reader, filter.kinds)}`;
+         and ${scopeSql(scope)} ${kinds} ${authors} ${since} ${until} ${channels} ${visibilitySql(scope.reader, filter.kinds)}`;
 }
 
 /** Each word becomes a prefix term: `hel wor` → `hel:* & wor:*`; punctuation is dropped. */

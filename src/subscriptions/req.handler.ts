@@ -13,6 +13,7 @@ import { PoolTimeoutError } from '../database/database-errors.js';
 import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';
+import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
@@ -211,6 +212,8 @@ export class ReqHandler {
       for (const f of filters) {
         const limit = effectiveLimit(f);
         const { search, ...plain } = f;
+        // The match already kept a channel-scoped `#h` to its channels (SearchRepository).
+        const hDecided = channelDecidesH(scope, f) ? 'h-decided' : undefined;
         let emitted = 0;
         for (let page = 0; page < SEARCH_MAX_PAGES && emitted < limit; page++) {
           const rows = await this.search.search(scope, {
@@ -223,7 +226,7 @@ export class ReqHandler {
             reader: conn.pubkey!,
           });
           for (const ev of rows) {
-            if (emitted >= limit || seen.has(ev.id) || !matchFilter(ev, plain) || !eventVisibleToReader(ev, conn.pubkey!)) continue;
+            if (emitted >= limit || seen.has(ev.id) || !matchFilter(ev, plain, hDecided) || !eventVisibleToReader(ev, conn.pubkey!)) continue;
             if (!conn.owns(subId, token)) return;
             seen.add(ev.id);
             const result = conn.send(['EVENT', subId, ev]);

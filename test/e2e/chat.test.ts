@@ -225,6 +225,19 @@ describe('threads, reactions and the bridge branches', () => {
     expect(mixed.end).toEqual(['CLOSED', 'mixed', 'error: mixed search and non-search filters not supported']);
   });
 
+  it("finds a channel's reaction or comment without an h tag by #h search, on REQ, /query and COUNT", async () => {
+    // A NIP-22 comment as NDK builds it carries no `h`: it lives in its parent's channel.
+    const comment = bob.sign({ kind: 1111, content: 'mangosteens are the answer', tags: [['e', root.id], ['k', '9'], ['p', alice.pubkey]] });
+    expect(await b.publish(comment)).toEqual([true, '']);
+    const { events, end } = await b.req('find-h', { search: 'mangosteens', '#h': [openChannel] });
+    expect([events.map((e) => e.id), end[0]]).toEqual([[comment.id], 'EOSE']);
+    const http = (await post(bob, '/query', [{ search: 'mangosteens', '#h': [openChannel] }])).body as VerifiedEvent[];
+    expect(http.map((e) => e.id)).toEqual([comment.id]);
+    expect(await post(bob, '/count', [{ search: 'mangosteens', '#h': [openChannel], kinds: [1111] }])).toEqual({ status: 200, body: { count: 1 } });
+    // Another channel's `#h` does not find it.
+    expect((await b.req('find-other', { search: 'mangosteens', '#h': [privateChannel] })).events).toEqual([]);
+  });
+
   it('counts over HTTP and over the WebSocket', async () => {
     expect(await post(alice, '/count', [{ '#e': [root.id], kinds: [9] }])).toEqual({ status: 200, body: { count: 3 } });
     b.send(['COUNT', 'c1', { '#e': [root.id], kinds: [9] }]);
