@@ -4,8 +4,8 @@
  *
  * - nostr-tools `nip29.loadGroup` reads the relay's key from NIP-11 `pubkey` and loads the
  *   group's metadata, admins and members signed by it;
- * - nostr-tools `nip25.finishReactionEvent` builds a reaction with `e` and `p` and no `h`: the
- *   relay stores it in its target's channel, so a channel's `#h` subscription gets it live and a
+ * - nostr-tools `nip25.finishReactionEvent` and applesauce `ReactionFactory` build a reaction with
+ *   `e` and `p` and no `h`: the relay stores it in its target's channel, so a channel's `#h` subscription gets it live and a
  *   `#h` history read finds it, stored as signed;
  * - NDK `event.reply()` on a chat message builds a NIP-22 kind 1111 comment (no `h`): stored in
  *   the message's channel and thread, read back by `#e` with NDK and by `#h` on the wire;
@@ -95,15 +95,19 @@ interface ReactionReport {
   errors: string[];
 }
 
-it(`a nostr-tools reaction (no h tag) reaches #h subscribers live and #h history, ${RUNS} runs of ${RUNS}`, async () => {
+it.each([
+  ['nostr-tools nip25.finishReactionEvent', 'nostr-tools-reaction.mjs'],
+  ['applesauce ReactionFactory', 'applesauce-reaction.mjs'],
+])(`a reaction built by %s (no h tag) reaches #h subscribers live and #h history, ${RUNS} runs of ${RUNS}`, async (_library, script) => {
   const outcomes: unknown[] = [];
+  const before = await reactionsWithoutH();
   for (let i = 0; i < RUNS; i++) {
     const user = await member();
     const target = owner.sign({ kind: 9, content: `react to me ${randomUUID()}`, tags: [['h', channel]] });
     expect(await admin.publish(target)).toEqual([true, '']);
     const watcher = await RawClient.authed(fixture.relay.wsUrl, owner);
     const subscribed = await watcher.req('channel', { kinds: [7], '#h': [channel] });
-    const report = await run<ReactionReport>('nostr-tools-reaction.mjs', { url: fixture.relay.wsUrl, sk: user.sk, channel, target });
+    const report = await run<ReactionReport>(script, { url: fixture.relay.wsUrl, sk: user.sk, channel, target });
     if (typeof report === 'string') {
       outcomes.push(report);
       watcher.close();
@@ -127,9 +131,13 @@ it(`a nostr-tools reaction (no h tag) reaches #h subscribers live and #h history
   }
   expect(outcomes).toEqual(Array(RUNS).fill({ hasH: false, published: '', byE: true, live: true, history: true, closed: [], errors: [] }));
   // Stored as signed: the relay derived the channel, it did not add a tag.
-  const { rows } = await fixture.writer.query<{ n: number }>(`select count(*)::int as n from events where kind = 7 and channel_id = $1 and not tags @> '[["h"]]'`, [channel]);
-  expect(rows[0].n).toBe(RUNS);
+  expect(await reactionsWithoutH()).toBe(before + RUNS);
 }, RUNS * TIMEOUT_MS * 2);
+
+async function reactionsWithoutH(): Promise<number> {
+  const { rows } = await fixture.writer.query<{ n: number }>(`select count(*)::int as n from events where kind = 7 and channel_id = $1 and not tags @> '[["h"]]'`, [channel]);
+  return rows[0].n;
+}
 
 interface CommentReport {
   kind?: number;
