@@ -1,6 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { BridgeModule } from './bridge/bridge.module.js';
+import { HttpErrorFilter } from './common/http-error.filter.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -38,6 +40,8 @@ export class AppModule {
         HealthModule,
         ScaleOutModule,
       ],
+      // The relay's one HTTP error format (database failures in the database layer's answers).
+      providers: [{ provide: APP_FILTER, useClass: HttpErrorFilter }],
     };
   }
 }

@@ -1,7 +1,7 @@
 /**
  * `POST /query` dispatch (relay.md §3.3): each filter is served by exactly one
  * branch; the response is the branches' output in branch order, then filter
- * order. Database failures propagate to DatabaseErrorFilter, which maps them
+ * order. Database failures propagate to HttpErrorFilter, which maps them
  * to 503/500 once for every branch, except thread windows (ThreadWindowService),
  * which answer with their own strings.
  */

@@ -3,7 +3,7 @@
  * (NIP-98 hashes the exact bytes); BridgeAdmission binds the tenant, authenticates and
  * applies the quota, the ban and the relay-membership gates; this controller parses the
  * filters and hands off. Failures are thrown and mapped to status and body by
- * DatabaseErrorFilter.
+ * HttpErrorFilter.
  */
 import { Body, Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';

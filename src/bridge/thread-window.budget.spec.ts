@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
-import { DatabaseErrorFilter } from '../database/database-error.filter.js';
+import { HttpErrorFilter } from '../common/http-error.filter.js';
 import { HistoryReadRejectedError, OwnWordingFailure, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
 import {
   MAX_AUX_QUERIES,
@@ -20,7 +20,8 @@ function pgError(code: string, message = 'pg'): Error {
 
 /** What the one HTTP filter answers for a thread window that failed with `cause` (typed at the boundary). */
 function answer(cause: unknown): [number, Record<string, unknown>] {
-  return new DatabaseErrorFilter().answer(new OwnWordingFailure(toDatabaseError(cause), { timedOut: THREAD_TIMEOUT_MESSAGE }));
+  const { status, body } = new HttpErrorFilter().answer(new OwnWordingFailure(toDatabaseError(cause), { timedOut: THREAD_TIMEOUT_MESSAGE }));
+  return [status, body];
 }
 
 describe('thread window answers (relay.md §3.6b), decided by the one filter', () => {

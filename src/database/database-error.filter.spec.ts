@@ -1,88 +1,56 @@
-import { ArgumentsHost, NotFoundException } from '@nestjs/common';
-import { HttpError } from '../common/http-error.js';
-import { markObserved, requestAnnotations } from '../common/request-annotations.js';
+import 'reflect-metadata';
+import { ArgumentsHost, Logger, NotFoundException } from '@nestjs/common';
+import { FILTER_CATCH_EXCEPTIONS } from '@nestjs/common/constants.js';
+import { lastValueFrom, Observable } from 'rxjs';
 import { DatabaseErrorFilter } from './database-error.filter.js';
-import { OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from './database-errors.js';
+import { DatabaseError, LockTimedOutError, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError } from './database-errors.js';
 
-function run(exception: unknown, request: object = {}): { status: number; body: unknown; headers?: Record<string, string> } {
-  const out = { status: 0, body: undefined as unknown, headers: {} as Record<string, string> };
-  const reply = {
-    status(s: number) {
-      out.status = s;
-      return reply;
-    },
-    header(name: string, value: string) {
-      if (name !== 'content-type') out.headers[name] = value;
-      return reply;
-    },
-    send(b: string) {
-      out.body = JSON.parse(b);
-      return reply;
-    },
-  };
-  const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => request }) } as unknown as ArgumentsHost;
-  new DatabaseErrorFilter().catch(exception, host);
-  const { headers, ...answer } = out;
-  return Object.keys(headers).length > 0 ? out : answer;
+function host(type: string, target: object): ArgumentsHost {
+  return { getType: () => type, switchToHttp: () => ({ getResponse: () => target }), switchToWs: () => ({ getClient: () => target }) } as unknown as ArgumentsHost;
 }
 
-describe('DatabaseErrorFilter', () => {
-  it('maps a statement deadline to the terminal 503', () => {
-    expect(run(new QueryTimedOutError('canceling statement due to statement timeout', { code: '57014' }))).toEqual({ status: 503, body: { error: 'query timed out' } });
-  });
-
-  it('maps an unavailable database to the retryable 503', () => {
-    expect(run(new PoolTimeoutError('timeout exceeded when trying to connect'))).toEqual({ status: 503, body: { error: 'database unavailable' } });
-    expect(run(toDatabaseError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })))).toEqual({ status: 503, body: { error: 'database unavailable' } });
-  });
-
-  it("maps a read refused for its key's share to 429 with Retry-After, in a path's own wording too", () => {
-    const answer = { status: 429, body: { error: 'rate-limited: too many concurrent reads for this key' }, headers: { 'retry-after': '1' } };
-    expect(run(new ReadShareExceededError('writer_reads'))).toEqual(answer);
-    expect(run(new OwnWordingFailure(new ReadShareExceededError('history_reads'), { timedOut: 'thread window timed out' }))).toEqual(answer);
-  });
-
-  it('decides by type only: an untyped driver error is a 500 (the boundary types it, not the filter)', () => {
-    expect(run({ code: '57014', message: 'canceling statement due to statement timeout' })).toEqual({ status: 500, body: { error: 'internal server error' } });
-  });
-
-  it('hides other failures behind a 500', () => {
-    expect(run(new Error('secret detail'))).toEqual({ status: 500, body: { error: 'internal server error' } });
-  });
-
-  it('passes relay-decided errors through', () => {
-    expect(run(new HttpError(400, 'invalid filters: x'))).toEqual({ status: 400, body: { error: 'invalid filters: x' } });
-    expect(run(new NotFoundException())).toEqual({ status: 404, body: { error: 'not found' } });
-  });
-
-  const observed = () => {
-    const req = {};
-    markObserved(req as never);
-    return req;
+/** A reply with Fastify's and Express's common surface (status, header, send). */
+function http(exception: DatabaseError): { status: number; headers: Record<string, string>; body: unknown } {
+  const out = { status: 0, headers: {} as Record<string, string>, body: undefined as unknown };
+  const reply = {
+    status: (s: number) => ((out.status = s), reply),
+    header: (name: string, value: string) => ((out.headers[name] = value), reply),
+    send: (b: string) => ((out.body = JSON.parse(b)), reply),
   };
+  new DatabaseErrorFilter().catch(exception, host('http', reply));
+  return out;
+}
 
-  it("hands the request's log line a 500's cause and a refusal's reason, never a 400's text", () => {
-    const cause = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
-    const failed = observed();
-    run(cause, failed);
-    expect(requestAnnotations(failed as never)).toEqual({ reason: 'internal error', err: cause });
-    const refused = observed();
-    run(new HttpError(401, `NIP-98: ${'x'.repeat(300)}`), refused);
-    expect(Buffer.byteLength(requestAnnotations(refused as never).reason!)).toBe(256);
-    const invalid = observed();
-    run(new HttpError(400, 'invalid event JSON: Unexpected token \'s\', "secret" is not valid JSON'), invalid);
-    expect(requestAnnotations(invalid as never)).toEqual({});
+describe("DatabaseErrorFilter (the library's own errors only)", () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
+
+  it('catches DatabaseError and its subclasses, nothing else: the app keeps its own errors', () => {
+    expect(Reflect.getMetadata(FILTER_CATCH_EXCEPTIONS, DatabaseErrorFilter)).toEqual([DatabaseError]);
+    expect(new NotFoundException()).not.toBeInstanceOf(DatabaseError);
   });
 
-  it("logs a 500's cause itself where no HTTP observer writes the request's line (an importer's app)", () => {
-    const filter = new DatabaseErrorFilter();
-    const logged: unknown[] = [];
-    (filter as unknown as { logger: { error: (o: unknown) => void } }).logger = { error: (o) => logged.push(o) };
-    const cause = new Error('relation "y" does not exist');
-    const req = {};
-    const reply = { status: () => reply, header: () => reply, send: () => reply };
-    filter.catch(cause, { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => req }) } as unknown as ArgumentsHost);
-    expect(logged).toEqual([{ err: cause }]);
-    expect(requestAnnotations(req as never)).toEqual({});
+  it('answers HTTP: 503 with Retry-After for an unavailable database, 503 without for a deadline, 429 for a key share', () => {
+    const json = { 'content-type': 'application/json' };
+    expect(http(new PoolTimeoutError('timeout exceeded when trying to connect'))).toEqual({ status: 503, headers: { ...json, 'retry-after': '1' }, body: { error: 'database unavailable' } });
+    expect(http(new QueryTimedOutError('canceling statement due to statement timeout', { code: '57014' }))).toEqual({ status: 503, headers: json, body: { error: 'query timed out' } });
+    expect(http(new ReadShareExceededError('history_reads'))).toEqual({ status: 429, headers: { ...json, 'retry-after': '1' }, body: { error: 'rate-limited: too many concurrent reads for this key' } });
+    // A typed error with no answer of its own: a 500 that says nothing of its cause.
+    expect(http(new LockTimedOutError('canceling statement due to lock timeout', { code: '55P03' }))).toEqual({ status: 500, headers: json, body: { error: 'internal server error' } });
+  });
+
+  it("answers a WebSocket client with Nest's exception event (ws: one frame; socket.io: emit)", () => {
+    const frames: string[] = [];
+    new DatabaseErrorFilter().catch(new PoolTimeoutError('x'), host('ws', { send: (d: string) => frames.push(d) }));
+    expect(frames.map((f) => JSON.parse(f))).toEqual([{ event: 'exception', data: { status: 'error', message: 'database unavailable', code: 503, retryAfterSecs: 1 } }]);
+    const emitted: unknown[] = [];
+    new DatabaseErrorFilter().catch(new QueryTimedOutError('x'), host('ws', { emit: (event: string, data: unknown) => emitted.push([event, data]) }));
+    expect(emitted).toEqual([['exception', { status: 'error', message: 'query timed out', code: 503 }]]);
+  });
+
+  it('answers RPC with an error for the transport to return', async () => {
+    const result = new DatabaseErrorFilter().catch(new PoolTimeoutError('x'), host('rpc', {}));
+    expect(result).toBeInstanceOf(Observable);
+    await expect(lastValueFrom(result as Observable<never>)).rejects.toEqual({ status: 503, message: 'database unavailable', retryAfterSecs: 1 });
   });
 });

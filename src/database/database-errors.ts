@@ -1,8 +1,8 @@
 /**
  * The database layer's failures as types (database.md §2.8 "What callers see"). A driver or
  * routing failure is turned into one of these once, where it leaves the pools or the
- * RoutedReader (toDatabaseError), and everything above matches them with `instanceof`: the HTTP
- * filter (DatabaseErrorFilter), the WebSocket reasons (subscriptions/ws-reasons.ts), the
+ * RoutedReader (toDatabaseError), and everything above matches them with `instanceof`: the
+ * layer's answers (DatabaseErrorFilter, databaseErrorAnswer), the WebSocket reasons (subscriptions/ws-reasons.ts), the
  * routing rules that surface a deadline instead of re-running it on the writer.
  *
  *   DatabaseError

@@ -4,7 +4,7 @@
  */
 import { ArgumentsHost, Logger } from '@nestjs/common';
 import { DatabaseErrorFilter } from '../database/database-error.filter.js';
-import { HistoryReadRejectedError, toDatabaseError } from '../database/database-errors.js';
+import { DatabaseError, HistoryReadRejectedError, toDatabaseError } from '../database/database-errors.js';
 import { closedReason } from '../subscriptions/ws-reasons.js';
 
 function http(exception: unknown): [number, unknown] {
@@ -14,7 +14,7 @@ function http(exception: unknown): [number, unknown] {
     header: () => reply,
     send: (b: string) => ((out[1] = JSON.parse(b)), reply),
   };
-  new DatabaseErrorFilter().catch(toDatabaseError(exception), { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost);
+  new DatabaseErrorFilter().catch(toDatabaseError(exception) as DatabaseError, { getType: () => 'http', switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({}) }) } as unknown as ArgumentsHost);
   return out;
 }
 

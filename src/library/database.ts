@@ -1,7 +1,7 @@
 /**
  * `buzz-relay/database`: the read path as a library for other Nest services (docs/library.md).
  * The four modules with their options, the RoutedReader and what its reads take and throw, the
- * typed database errors and the one HTTP filter, the `buzz_db_*` metric families, and
+ * typed database errors and the filter that answers them, the `buzz_db_*` metric families, and
  * the schema types. Nothing here reads the relay's configuration or registers a relay metric.
  */
 export { DatabaseModule } from '../database/database.module.js';
@@ -51,6 +51,7 @@ export { RoutePaths, UnknownRoutePathError } from '../routing/route-paths.js';
 export { DatabaseMetrics, ROUTE_PATHS } from '../metrics/database-metrics.service.js';
 export type { RoutePath, RoutePathLabel, WriterOperation } from '../metrics/database-metrics.service.js';
 
-// The one HTTP exception filter (503 `database unavailable` / `query timed out`, JSON bodies):
-// DatabaseModule binds it as APP_FILTER; exported for an app that binds filters itself.
-export { DatabaseErrorFilter } from '../database/database-error.filter.js';
+// The filter for the layer's own errors (503 `database unavailable` / `query timed out` with
+// Retry-After, 429 for a key's read share) in HTTP, WebSocket and RPC contexts; the app binds it.
+export { DatabaseErrorFilter, databaseErrorAnswer } from '../database/database-error.filter.js';
+export type { DatabaseErrorAnswer } from '../database/database-error.filter.js';

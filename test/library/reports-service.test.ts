@@ -69,9 +69,10 @@ async function startExample(app: string): Promise<string> {
   return url;
 }
 
-async function get(path: string): Promise<{ status: number; body: unknown }> {
+async function get(path: string): Promise<{ status: number; body: unknown; retryAfter?: string }> {
   const res = await fetch(`${base}${path}`);
-  return { status: res.status, body: await res.json() };
+  const retryAfter = res.headers.get('retry-after');
+  return { status: res.status, body: await res.json(), ...(retryAfter === null ? {} : { retryAfter }) };
 }
 
 const servedByReplica = async () => ((await get('/reports/1')).body as { servedBy?: string }).servedBy === 'replica';
@@ -128,13 +129,14 @@ describe('examples/reports-service on buzz-relay/database', () => {
     const sleeping = async () => (await replica.query(`select pid from pg_stat_activity where query like '%pg_sleep%' and query not like '%pg_stat_activity%'`)).rows as { pid: number }[];
     await waitUntil('the slow report to run on the replica', async () => (await sleeping()).length === 1, 30_000, 50);
     // ...so the next routed read waits its 1 s for a permit and is shed, never sent to the writer.
-    expect(await get('/reports/1')).toEqual({ status: 503, body: { error: 'database unavailable' } });
+    expect(await get('/reports/1')).toEqual({ status: 503, body: { error: 'database unavailable' }, retryAfter: '1' });
     const [{ pid }] = await sleeping();
     await replica.query('select pg_cancel_backend($1)', [pid]);
     expect(await slow).toEqual({ status: 503, body: { error: 'query timed out' } });
   });
 
-  it('an unknown report is a 404 with a JSON body', async () => {
-    expect(await get('/reports/999/current')).toEqual({ status: 404, body: { error: 'not found' } });
+  it("the app's own errors keep Nest's format: the library's filter answers only the library's errors", async () => {
+    expect(await get('/reports/999/current')).toEqual({ status: 404, body: { message: 'Not Found', statusCode: 404 } });
+    expect(await get('/reports/abc')).toEqual({ status: 400, body: { message: 'Validation failed (numeric string is expected)', error: 'Bad Request', statusCode: 400 } });
   });
 });

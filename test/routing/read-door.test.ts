@@ -8,7 +8,7 @@
 import { Logger } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import { DatabaseErrorFilter } from '../../src/database/database-error.filter.js';
+import { databaseErrorAnswer } from '../../src/database/database-error.filter.js';
 import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError } from '../../src/database/database-errors.js';
 import type { DB } from '../../src/database/database.types.js';
 import { HistoryReadGate } from '../../src/history-reads/history-read-gate.js';
@@ -26,7 +26,6 @@ let admin: Pool;
 let layer: DatabaseLayer;
 let community: string;
 const FAR_WALL = Date.now() + 3600_000;
-const filter = new DatabaseErrorFilter();
 
 beforeAll(async () => {
   Logger.overrideLogger(false);
@@ -134,7 +133,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
     expect(err).toBeInstanceOf(QueryTimedOutError);
     expect((err as QueryTimedOutError).code).toBe('57014');
     expect(delta(r0, await routeDecisions())).toEqual({ 'req_historical/replica/statement_cancelled': 1 });
-    expect(filter.answer(err)).toEqual([503, { error: 'query timed out' }]);
+    expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'query timed out' } });
     expect(closedReason(err)).toBe('error: query timed out');
   });
 
@@ -151,7 +150,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
       expect(err).toBeInstanceOf(HistoryReadRejectedError);
       expect((err as HistoryReadRejectedError).reason).toBe('reader_acquire_timeout');
       expect(delta(r0, await routeDecisions())).toEqual({ 'req_historical/rejected/reader_acquire_timeout': 1 });
-      expect(filter.answer(err)).toEqual([503, { error: 'database unavailable' }]);
+      expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'database unavailable' }, retryAfterSecs: 1 });
       expect(closedReason(err)).toBe('error: database error');
     } finally {
       for (const c of held) c.release();
@@ -171,7 +170,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(DatabaseUnavailableError);
-      expect(filter.answer(err)).toEqual([503, { error: 'database unavailable' }]);
+      expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'database unavailable' }, retryAfterSecs: 1 });
       expect(closedReason(err)).toBe('error: database error');
     } finally {
       await db.cluster.heal();

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
-import { DatabaseModule, HistoryReadsModule, ReplicaFenceModule, RoutedReaderModule } from 'buzz-relay/database';
+import { APP_FILTER } from '@nestjs/core';
+import { DatabaseErrorFilter, DatabaseModule, HistoryReadsModule, ReplicaFenceModule, RoutedReaderModule } from 'buzz-relay/database';
 import { ReportsController } from './reports.controller.js';
 import { ReportsRepository } from './reports.repository.js';
 
@@ -23,6 +24,8 @@ const readPoolSize = Number(env.REPORTS_READ_POOL_SIZE ?? 4);
     RoutedReaderModule.forRoot({ readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000), routePathLabels: ['reports_by_id'] }),
   ],
   controllers: [ReportsController],
-  providers: [ReportsRepository],
+  // The read path's own errors (shed reads, an unavailable database, a statement deadline) answer
+  // 503 with `{"error": …}` and Retry-After; every other error keeps Nest's format.
+  providers: [ReportsRepository, { provide: APP_FILTER, useClass: DatabaseErrorFilter }],
 })
 export class AppModule {}

@@ -4,8 +4,8 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { AppModule } from './app.module.js';
 
 const app = await NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter());
-// DatabaseModule binds its HTTP filter (APP_FILTER): database trouble and shed reads answer
-// 503 {"error":"database unavailable"}, a statement deadline 503 {"error":"query timed out"}.
+// AppModule binds DatabaseErrorFilter: database trouble and shed reads answer 503
+// {"error":"database unavailable"} with Retry-After, a statement deadline 503 {"error":"query timed out"}.
 app.enableShutdownHooks();
 await app.listen(Number(process.env.PORT ?? 3100), '127.0.0.1');
 console.log(`reports-service listening on ${await app.getUrl()}`);
