@@ -4,6 +4,7 @@
 // invite's event id) and publishes it; then the guest reads the group's messages. Each signer on
 // its own applesauce Relay, authenticating when challenged.
 import WebSocket from 'ws';
+import { reporter } from './script-report.mjs';
 import { Relay } from 'applesauce-relay';
 import { PrivateKeySigner } from 'applesauce-signers';
 import { CreateGroupInviteFactory, GroupJoinRequestFactory } from 'applesauce-common/factories';
@@ -11,15 +12,7 @@ import { CreateGroupInviteFactory, GroupJoinRequestFactory } from 'applesauce-co
 const input = JSON.parse(process.argv[2]);
 const report = { invite: undefined, join: undefined, read: undefined, errors: [] };
 const relays = [];
-const timer = setTimeout(() => finish('timeout'), input.timeoutMs);
-
-function finish(error) {
-  clearTimeout(timer);
-  if (error) report.errors.push(String(error));
-  process.stdout.write(JSON.stringify(report) + '\n');
-  for (const relay of relays) relay.close();
-  process.exit(0);
-}
+const finish = reporter(report, input.timeoutMs, () => relays.forEach((relay) => relay.close()));
 
 function connect(signer) {
   const relay = new Relay(input.url, { WebSocket });

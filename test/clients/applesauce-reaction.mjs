@@ -3,6 +3,7 @@
 // Relay that authenticates when challenged and reads the message's reactions back by `#e`; the
 // test's own `#h` subscriber checks what the relay sends the channel.
 import WebSocket from 'ws';
+import { reporter } from './script-report.mjs';
 import { Relay } from 'applesauce-relay';
 import { PrivateKeySigner } from 'applesauce-signers';
 import { ReactionFactory } from 'applesauce-common/factories';
@@ -11,13 +12,7 @@ const input = JSON.parse(process.argv[2]);
 const report = { seen: [], closed: [], published: undefined, id: undefined, hasH: undefined, errors: [] };
 const signer = PrivateKeySigner.fromKey(input.sk);
 const relay = new Relay(input.url, { WebSocket });
-const done = (error) => {
-  if (error) report.errors.push(String(error));
-  process.stdout.write(JSON.stringify(report) + '\n');
-  relay.close();
-  process.exit(0);
-};
-setTimeout(() => done('timeout'), input.timeoutMs);
+const done = reporter(report, input.timeoutMs, () => relay.close());
 relay.challenge$.subscribe((challenge) => {
   if (challenge && !relay.authenticated) relay.authenticate(signer).catch((err) => report.errors.push(`auth: ${err.message}`));
 });

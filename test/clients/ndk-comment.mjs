@@ -1,22 +1,16 @@
 // NDK as its users reply to a chat message: fetch it, `event.reply()` (a NIP-22 kind 1111 comment
 // with E/K/P and e/k/p tags, and no `h`), publish, then load the message's comments by `#e`.
 import WebSocket from 'ws';
+import { reporter } from './script-report.mjs';
 import NDK, { NDKPrivateKeySigner, NDKRelayAuthPolicies } from '@nostr-dev-kit/ndk';
 
 globalThis.WebSocket ??= WebSocket;
 const input = JSON.parse(process.argv[2]);
 const report = { kind: undefined, hasH: undefined, id: undefined, published: undefined, found: [], errors: [] };
-const timer = setTimeout(() => finish('timeout'), input.timeoutMs);
 const ndk = new NDK({ explicitRelayUrls: [input.url], enableOutboxModel: false, signer: new NDKPrivateKeySigner(input.sk) });
 ndk.relayAuthDefaultPolicy = NDKRelayAuthPolicies.signIn({ ndk });
 
-function finish(error) {
-  clearTimeout(timer);
-  if (error) report.errors.push(String(error));
-  process.stdout.write(JSON.stringify(report) + '\n');
-  for (const relay of ndk.pool.relays.values()) relay.disconnect();
-  process.exit(0);
-}
+const finish = reporter(report, input.timeoutMs, () => { for (const relay of ndk.pool.relays.values()) relay.disconnect(); });
 
 try {
   await ndk.connect(5000);

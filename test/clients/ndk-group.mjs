@@ -2,23 +2,17 @@
 // (24 mixed-case letters and digits), `createGroup()` (9007), `setMetadata()` (9002), a chat
 // message in it, then the group's metadata and member list as NDK loads them (`#d` = the id).
 import WebSocket from 'ws';
+import { reporter } from './script-report.mjs';
 import NDK, { NDKEvent, NDKPrivateKeySigner, NDKRelayAuthPolicies, NDKRelaySet, NDKSimpleGroup } from '@nostr-dev-kit/ndk';
 
 globalThis.WebSocket ??= WebSocket;
 const input = JSON.parse(process.argv[2]);
 const report = { groupId: undefined, steps: {}, name: undefined, members: [], found: [], errors: [] };
-const timer = setTimeout(() => finish('timeout'), input.timeoutMs);
 const signer = new NDKPrivateKeySigner(input.sk);
 const ndk = new NDK({ explicitRelayUrls: [input.url], enableOutboxModel: false, signer });
 ndk.relayAuthDefaultPolicy = NDKRelayAuthPolicies.signIn({ ndk });
 
-function finish(error) {
-  clearTimeout(timer);
-  if (error) report.errors.push(String(error));
-  process.stdout.write(JSON.stringify(report) + '\n');
-  for (const relay of ndk.pool.relays.values()) relay.disconnect();
-  process.exit(0);
-}
+const finish = reporter(report, input.timeoutMs, () => { for (const relay of ndk.pool.relays.values()) relay.disconnect(); });
 
 async function step(name, fn) {
   try {
