@@ -4,7 +4,7 @@
  * built alone from its own options, and that importing them registers only `buzz_db_*` families.
  */
 import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -19,6 +19,9 @@ import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
 import { BOUNDED } from '../routing/route-predicate.js';
 import { RoutedReaderModule } from '../routing/routed-reader.module.js';
 import { RoutedReader } from '../routing/routed-reader.service.js';
+import { ReadPathModule } from '../read-path/read-path.module.js';
+import { ROUTED_READER_OPTIONS } from '../routing/routed-reader.options.js';
+import { REPLICA_FENCE_OPTIONS } from '../replica-fence/replica-fence.options.js';
 
 const SRC = resolve(import.meta.dirname, '..');
 const ENTRY = join(SRC, 'library/database.ts');
@@ -55,7 +58,7 @@ describe('buzz-relay/database: import graph', () => {
   it("the entry point's closure holds no relay configuration, relay metrics, transports or Nostr", () => {
     const files = [...closureOf(ENTRY)].map((f) => relative(SRC, f));
     expect(files).toContain('database/database.module.ts');
-    const outside = files.filter((f) => !/^(database|replica-fence|history-reads|routing|metrics|common|library)\//.test(f) && !f.startsWith('../migrations/'));
+    const outside = files.filter((f) => !/^(database|replica-fence|history-reads|routing|read-path|metrics|common|library)\//.test(f) && !f.startsWith('../migrations/'));
     expect(outside).toEqual([]);
     expect(files.filter((f) => f.startsWith('config/') || f === 'metrics/relay-metrics.service.ts' || f === 'metrics/metrics.module.ts')).toEqual([]);
   });
@@ -143,6 +146,34 @@ describe('buzz-relay/database: each module alone, from its own options', () => {
     const names = register.getMetricsAsArray().map((m) => m.name);
     expect(names).toContain('buzz_db_route_decision');
     expect(names.filter((n) => !n.startsWith('buzz_db_'))).toEqual([]);
+  });
+
+  it('ReadPathModule wires the four from one option set: the history-read gate follows database.readPoolSize', async () => {
+    const ref = await build([ReadPathModule.forRoot({ database: OPTIONS, routing: { readMaxAgeMs: 2000, tenantSharePercent: 25 } })]);
+    expect(ref.get(DatabaseService).writerUrl).toBe(OPTIONS.writerUrl);
+    const gate = ref.get(HistoryReadGate);
+    expect([gate.capacity, gate.share]).toEqual([8, 2]);
+    expect(ref.get(REPLICA_FENCE_OPTIONS)).toEqual({ probe: true });
+    expect(ref.get(RoutedReader)).toBeInstanceOf(RoutedReader);
+    // Without readPoolSize the reader pool takes the writer's size, and so does the gate.
+    const { readPoolSize: _unset, ...rest } = OPTIONS;
+    const sized = await build([ReadPathModule.forRoot({ database: rest, fence: { probe: false }, routing: { readMaxAgeMs: 2000 } })]);
+    expect(sized.get(HistoryReadGate).capacity).toBe(3);
+  });
+
+  it('ReadPathModule.forRootAsync takes its options from an injected provider', async () => {
+    const CONFIG = Symbol('CONFIG');
+    @Module({ providers: [{ provide: CONFIG, useValue: { writer: OPTIONS.writerUrl, budget: 1500 } }], exports: [CONFIG] })
+    class ConfigModule {}
+    const ref = await build([
+      ReadPathModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: async (c: { writer: string; budget: number }) => ({ database: { ...OPTIONS, writerUrl: c.writer }, routing: { readMaxAgeMs: c.budget } }),
+      }),
+    ]);
+    expect(ref.get(ROUTED_READER_OPTIONS)).toEqual({ readMaxAgeMs: 1500 });
+    expect(ref.get(HistoryReadGate).capacity).toBe(8);
   });
 
   it('a probe interval outside 300..10000 ms fails at construction, naming the option', async () => {

@@ -1,9 +1,11 @@
 /**
  * `buzz-relay/database`: the read path as a library for other Nest services (docs/library.md).
- * The four modules with their options, the RoutedReader and what its reads take and throw, the
+ * The read path as one module (ReadPathModule) and its four modules with their options, the RoutedReader and what its reads take and throw, the
  * typed database errors and the filter that answers them, the `buzz_db_*` metric families, and
  * the schema types. Nothing here reads the relay's configuration or registers a relay metric.
  */
+export { ReadPathModule, READ_PATH_OPTIONS } from '../read-path/read-path.module.js';
+export type { ReadPathModuleAsyncOptions, ReadPathModuleOptions } from '../read-path/read-path.module.js';
 export { DatabaseModule } from '../database/database.module.js';
 export { DATABASE_OPTIONS } from '../database/database.options.js';
 export type { DatabaseModuleOptions } from '../database/database.options.js';

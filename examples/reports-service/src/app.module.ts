@@ -1,27 +1,27 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { DatabaseErrorFilter, DatabaseModule, HistoryReadsModule, ReplicaFenceModule, RoutedReaderModule } from 'buzz-relay/database';
+import { DatabaseErrorFilter, ReadPathModule } from 'buzz-relay/database';
 import { ReportsController } from './reports.controller.js';
 import { ReportsRepository } from './reports.repository.js';
 
 const env = process.env;
-const readPoolSize = Number(env.REPORTS_READ_POOL_SIZE ?? 4);
 
 @Module({
   imports: [
-    // The relay runs the migrations and the partitions; this service only reads and proves freshness.
-    DatabaseModule.forRoot({
-      writerUrl: env.REPORTS_WRITER_URL ?? '',
-      readerUrl: env.REPORTS_READER_URL,
-      poolSize: 4,
-      readPoolSize,
-      migrate: false,
-      partitionMaintenance: false,
+    ReadPathModule.forRoot({
+      // The relay runs the migrations and the partitions; this service only reads and proves freshness.
+      database: {
+        writerUrl: env.REPORTS_WRITER_URL ?? '',
+        readerUrl: env.REPORTS_READER_URL,
+        poolSize: 4,
+        readPoolSize: Number(env.REPORTS_READ_POOL_SIZE ?? 4),
+        migrate: false,
+        partitionMaintenance: false,
+      },
+      fence: { probe: true },
+      // Its own route label for buzz_db_route_decision{path=…}, beside the relay's.
+      routing: { readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000), routePathLabels: ['reports_by_id'] },
     }),
-    ReplicaFenceModule.forRoot({ probe: true }),
-    HistoryReadsModule.forRoot({ readPoolSize }),
-    // Its own route label for buzz_db_route_decision{path=…}, beside the relay's.
-    RoutedReaderModule.forRoot({ readMaxAgeMs: Number(env.REPORTS_READ_MAX_AGE_MS ?? 2000), routePathLabels: ['reports_by_id'] }),
   ],
   controllers: [ReportsController],
   // The read path's own errors (shed reads, an unavailable database, a statement deadline) answer
