@@ -68,6 +68,52 @@ export class RoutedReader {
   }
 
   /**
+   * Whether a bounded read made now would be proved fresh on the replica, checked as a read
+   * proves itself: a reader configured, the budget on, this process's fence probe running, and
+   * the heartbeat the replica has replayed resolving to a proof within the budget (one reader
+   * checkout and one statement). The read may still be shed at checkout. `reason` says what is
+   * missing, in the options' own names; for a health check or a start-up gate.
+   */
+  async replicaServing(): Promise<{ serving: boolean; proofAgeMs?: number; reason?: string }> {
+    const missing = (reason: string, proofAgeMs?: number) => ({ serving: false, reason, ...(proofAgeMs === undefined ? {} : { proofAgeMs }) });
+    if (!this.db.hasReader) return missing('no reader: DatabaseModule readerUrl is not set');
+    if (this.budgetMs <= 0) return missing('RoutedReaderModule readMaxAgeMs is 0: bounded reads stay on the writer');
+    if (!this.fence.probes) return missing('ReplicaFenceModule probe is off: no proof exists in this process');
+    if (this.fence.ring.newest() === undefined) return missing(`no proof yet (fence ${this.fence.getState()})`);
+    let seen: { token: string; epoch: string } | undefined;
+    try {
+      const client = await this.db.acquireReader('maintenance');
+      try {
+        seen = (await client.query<{ token: string; epoch: string }>(`select token::text as token, epoch::text as epoch from replica_heartbeat where id = 1`)).rows[0];
+      } finally {
+        client.release();
+      }
+    } catch (err) {
+      return missing(`replica unreachable: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (seen === undefined) return missing('the replica has no heartbeat yet');
+    const resolved = this.fence.ring.resolve(BigInt(seen.token), seen.epoch);
+    if (resolved.kind !== 'proved') return missing(`the replica has not replayed a proved heartbeat (${resolved.kind})`);
+    const proofAgeMs = this.fence.ring.ageOf(resolved.entry);
+    if (proofAgeMs > this.budgetMs) return missing(`the replica's proof is ${Math.round(proofAgeMs)} ms old, over readMaxAgeMs ${this.budgetMs}`, proofAgeMs);
+    return { serving: true, proofAgeMs };
+  }
+
+  /**
+   * Resolves once replicaServing() holds; rejects after `timeoutMs` with what was still missing.
+   * For tests and for an app that will not start serving without its replica.
+   */
+  async whenReplicaServing(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const now = await this.replicaServing();
+      if (now.serving) return;
+      if (Date.now() >= deadline) throw new Error(`replica not serving after ${timeoutMs} ms: ${now.reason}`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now()))));
+    }
+  }
+
+  /**
    * A routed read: one decision, the page on the proved replica session or on the writer.
    * `postVerify` (thread forward cursors, CoveredPostVerified) checks the replica page against
    * the proved entry; a page that fails it is dropped (not recorded), recorded once as
