@@ -10,8 +10,9 @@
  * - 39003 roles: `["role", name, description]`, once at creation (the roles are fixed).
  *
  * Every state event is addressable with `d` = the group id (the channel id, or the NIP-29 id the
- * channel was created with: group-id.ts) and is stored in that channel (and carries it as `h`), so it is exactly as visible as the channel: anyone in the community for
- * an open channel, members only for a private one, on REQ, on the bridge and on live fan-out.
+ * channel was created with: common/group-id.ts), carries it as `h` and is stored in that channel,
+ * so it is exactly as visible as the channel: anyone in the community for an open channel,
+ * members only for a private one, on REQ, on the bridge and on live fan-out.
  * A deleted group's state events are soft-deleted with it. They get no `event_mentions` rows:
  * being listed as a member is not a mention, and must not reach the mentions feeds.
  */
@@ -85,9 +86,9 @@ export class GroupStateService {
 
   /**
    * Relay-signed 44100 (added) / 44101 (removed) notices for a private channel's membership
-   * changes (relay.md §1.3): `["p", member]` and `["h", group id]` (the command's own). They are stored without a
-   * channel (a removed member must still read theirs) and are `#p`-gated: only the member named
-   * (and the relay key) can read them.
+   * changes (relay.md §1.3): `["p", member]` and `["h", group id]` (as the command named it). They
+   * are stored without a channel (a removed member must still read theirs) and are `#p`-gated:
+   * only the member named (and the relay key) can read them.
    */
   membershipNotices(groupId: string, added: readonly string[], removed: readonly string[]): NostrEvent[] {
     const notice = (kind: number, pubkey: string) => this.signer.sign({ kind, content: '', tags: [['p', pubkey], ['h', groupId]] });

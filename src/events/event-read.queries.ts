@@ -377,8 +377,6 @@ export function filterConditions(scope: ReadScope, f: NostrFilter, eTags: 'gin' 
  */
 export const HASHED_TAG_VALUES_FROM = 16;
 
-/** The channel ids among `#h` values, lower case, each once. */
-
 /**
  * Whether a history read decides this filter's `#h` on the channel column (the scope's channels,
  * and a `channel_id` condition when the scope names others too) rather than on the event's tags:
