@@ -289,7 +289,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
       try {
         const { rows } = await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby');
         if (this.readerState === 'unknown' && rows[0]?.standby === false) {
-          this.logger.warn('READ_DATABASE_URL points at a server that is not in recovery (not a standby)');
+          this.logger.warn('DatabaseModule readerUrl (READ_DATABASE_URL in the relay) points at a server that is not in recovery (not a standby)');
         }
         client.release();
         return true;

@@ -41,9 +41,9 @@ export function readBudgetWarning(budgetMs: number, intervalMs: number, hasReade
   const min = minReadBudgetMs(intervalMs);
   if (!hasReader || budgetMs <= 0 || budgetMs >= min) return undefined;
   return (
-    `BUZZ_REPLICA_READ_MAX_AGE_MS=${budgetMs} is below the minimum read budget ${min} ms for a ` +
-    `${intervalMs} ms probe interval (interval + 1000 ms lock timeout + 200 ms): one late beat will ` +
-    `spill bounded reads to the writer`
+    `RoutedReaderModule readMaxAgeMs ${budgetMs} (BUZZ_REPLICA_READ_MAX_AGE_MS in the relay) is below the ` +
+    `minimum read budget ${min} ms for a ${intervalMs} ms probe interval (interval + 1000 ms lock timeout + ` +
+    `200 ms): one late beat will spill bounded reads to the writer`
   );
 }
 

@@ -127,15 +127,18 @@ const logger = new Logger('RoutedReader');
 export class AuroraIdentityCache {
   private supported: boolean | undefined;
 
-  /** Runs outside the request transaction: an undefined-function error would abort it. */
+  /**
+   * Asks the catalog whether the function exists rather than calling it: on vanilla Postgres a
+   * call is an undefined-function ERROR in the server's log on every start. Runs outside the
+   * request transaction; a failure is not cached (the next checkout asks again).
+   */
   async probe(client: PoolClient): Promise<boolean> {
     if (this.supported !== undefined) return this.supported;
     try {
-      await client.query('select aurora_db_instance_identifier()');
-      this.supported = true;
-      return true;
-    } catch (err) {
-      if ((err as { code?: string }).code === '42883') this.supported = false;
+      const { rows } = await client.query<{ aurora: boolean }>(`select to_regprocedure('aurora_db_instance_identifier()') is not null as aurora`);
+      this.supported = rows[0]?.aurora === true;
+      return this.supported;
+    } catch {
       return false;
     }
   }
@@ -256,6 +259,7 @@ async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentity
   const resolved = ring.resolve(BigInt(row.token), row.epoch);
   if (resolved.kind === 'epoch_mismatch') return 'reader_validation_error';
   if (resolved.kind === 'token_behind') return 'reader_token_behind';
-  logger.debug({ observedToken: row.token, provedToken: resolved.entry.token.toString(), backend: row.backend }, 'reader session proved fence');
+  // No log line for a proof: one per read would be the loudest line of an importer's log (Nest's
+  // default logger prints debug); the decision is in buzz_db_route_decision and the read's span.
   return new ReaderTx(client, resolved.entry, row.backend, permit);
 }
