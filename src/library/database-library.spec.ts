@@ -93,6 +93,14 @@ const OPTIONS: DatabaseModuleOptions = {
   partitionMaintenance: false,
 };
 
+describe('buzz-relay/database: kysely', () => {
+  it('re-exports the Kysely and sql its handles are built with', async () => {
+    const entry = await import('./database.js');
+    const kysely = await import('kysely');
+    expect([entry.Kysely, entry.sql]).toEqual([kysely.Kysely, kysely.sql]);
+  });
+});
+
 describe('buzz-relay/database: each module alone, from its own options', () => {
   const built: TestingModule[] = [];
   const build = async (imports: Parameters<typeof Test.createTestingModule>[0]['imports']) => {

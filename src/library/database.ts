@@ -4,6 +4,9 @@
  * typed database errors and the filter that answers them, the `buzz_db_*` metric families, and
  * the schema types. Nothing here reads the relay's configuration or registers a relay metric.
  */
+// The Kysely the handles are built with: an app that types its queries (`Kysely<DB>`, `sql`) with
+// these uses the same copy as the read path, whatever kysely it has itself.
+export { Kysely, sql } from 'kysely';
 export { ReadPathModule, READ_PATH_OPTIONS } from '../read-path/read-path.module.js';
 export type { ReadPathModuleAsyncOptions, ReadPathModuleOptions } from '../read-path/read-path.module.js';
 export { DatabaseModule } from '../database/database.module.js';
