@@ -233,7 +233,7 @@ export class IngestService {
       effect = await this.groups.apply(tx, communityId, item.event, channelId);
       // Relay-signed NIP-29 state (39000–39003) replaces its previous versions in this transaction.
       state = await this.groupState.refresh(tx, communityId, item.event.kind, channelId);
-      await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: event.tags[0][1], thread: null, mentions: [] })));
+      await this.writer.insertIn(tx, communityId, state.map((event) => ({ event, channelId, dTag: event.tags.find((t) => t[0] === 'd')![1], thread: null, mentions: [] })));
       // 44100/44101 for a private channel's adds and removals, stored globally and #p-gated, naming
       // the group as the command did.
       const h = item.event.tags.find((t) => t[0] === 'h')?.[1];
