@@ -15,20 +15,22 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/read-path/package.json ./packages/read-path/
 RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.base.json tsconfig.json tsconfig.build.json ./
+COPY packages/read-path ./packages/read-path
 COPY src ./src
-COPY migrations ./migrations
 RUN npm run build
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/read-path/package.json ./packages/read-path/
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
     && npm cache clean --force
+COPY --from=build /app/packages/read-path/dist ./packages/read-path/dist
 COPY --from=build /app/dist/src ./dist/src
-COPY --from=build /app/dist/migrations ./dist/migrations
 USER node
 EXPOSE 3000
 # A larger young generation: fewer scavenges for the short-lived objects of every REQ (docs/operator.md).

@@ -3,11 +3,12 @@
  * Builds dist/ only when a build input is newer than the last build: `npm start`, `npm run admin`
  * and `npm run seed:long-thread` then start in about a second instead of running tsc every time.
  *
- * Inputs are the compiled trees (src/, migrations/, bench/, scripts/: every file and directory, so
- * a deleted or renamed file counts too), the tsconfig files, package.json and package-lock.json.
+ * Inputs are the compiled trees (src/, bench/, scripts/ and the read-path package's src/ and
+ * migrations/: every file and directory, so a deleted or renamed file counts too), the tsconfig
+ * files, the two package.json files and package-lock.json.
  * The stamp (dist/.build-stamp) is dated to when the last successful build started, so an edit
- * made during a build is seen by the next start. A stale build is tsc's incremental build
- * (dist/.tsbuildinfo), which re-emits only what changed.
+ * made during a build is seen by the next start. A stale build is tsc's build mode over both
+ * projects (the package first, then the relay), which re-emits only what changed.
  *
  * Run without arguments from the repository root; `--check` only reports (exit 1 when stale).
  */
@@ -19,8 +20,16 @@ import path from 'node:path';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const STAMP = path.join(DIST, '.build-stamp');
-const TREES = ['src', 'migrations', 'bench', 'scripts'];
-const FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+const TREES = ['src', 'bench', 'scripts', 'packages/read-path/src', 'packages/read-path/migrations'];
+const FILES = [
+  'tsconfig.base.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'package-lock.json',
+  'packages/read-path/package.json',
+  'packages/read-path/tsconfig.build.json',
+];
 
 /** The newest modification time (ms) among the build inputs, and the path that has it. */
 export function newestInput(root = ROOT) {
@@ -60,7 +69,7 @@ function build() {
     console.error('build-if-stale: TypeScript is not installed (npm ci installs it); cannot build dist/');
     return 1;
   }
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'], { cwd: ROOT, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   if (result.status !== 0) return result.status ?? 1;
   mkdirSync(DIST, { recursive: true });
   writeFileSync(STAMP, `${started.toISOString()}\n`);

@@ -5,8 +5,8 @@
  */
 import type { DynamicModule } from '@nestjs/common';
 import type { AppConfig } from './config/app-config.js';
-import type { DatabaseModuleOptions } from './database/database.options.js';
-import { ReadPathModule } from './read-path/read-path.module.js';
+import type { DatabaseModuleOptions } from '@buzz-relay/read-path';
+import { ReadPathModule } from '@buzz-relay/read-path';
 
 export function relayDatabaseOptions(config: AppConfig): DatabaseModuleOptions {
   const db = config.database;

@@ -15,7 +15,7 @@ import { runInNewContext } from 'node:vm';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import { PgCluster } from '../../src/database/embedded/pg-cluster.js';
-import { migrateToLatest } from '../../src/database/migrator.js';
+import { migrateToLatest } from '@buzz-relay/read-path';
 
 /** dist/bench/lib -> dist/src/main.js (the bench runs from the compiled tree). */
 export const RELAY_ENTRY = path.resolve(import.meta.dirname, '../../src/main.js');

@@ -12,7 +12,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { bootstrap, type AppFactory } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { gracefulShutdown } from '../../src/health/graceful-shutdown.js';
-import { HistoryReadPolicy } from '../../src/history-reads/history-read-policy.js';
+import { HistoryReadPolicy } from '@buzz-relay/read-path/internal';
 
 /** The relay's module with the seed-000 policy replaced: no history-read gate, no shedding. */
 const spillingApp: AppFactory = async (root, adapter, options) => {

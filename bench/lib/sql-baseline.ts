@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { CallbackQueryClient } from '../../src/database/callback-query-client.js';
+import { CallbackQueryClient } from '@buzz-relay/read-path/internal';
 import { secondsSince } from './bench-env.js';
 
 export interface SqlRunResult {

@@ -12,7 +12,7 @@ import { HttpError } from '../common/http-error.js';
 import { annotateRequest } from '../common/request-annotations.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { DatabaseUnavailableError } from '../database/database-errors.js';
+import { DatabaseUnavailableError } from '@buzz-relay/read-path';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';

@@ -7,7 +7,7 @@
  */
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { DB } from '../database/database.types.js';
+import { BOUNDED, ChannelScope, DB, RoutedReader, RouteRequest } from '@buzz-relay/read-path';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
@@ -17,9 +17,7 @@ import { matchFilter } from '../events/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
-import { RouteRequest } from '../routing/routed-read.types.js';
-import { BOUNDED, ChannelScope, fromChannelCursor } from '../routing/route-predicate.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
+import { fromChannelCursor } from '@buzz-relay/read-path/internal';
 import { CommunityRepository } from '../tenancy/community.repository.js';
 import {
   AUX_KINDS,

@@ -6,11 +6,11 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
-import { DB } from '../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 import { ReadScope } from '../events/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
 import { isEventRefId, referencingCtes } from '../events/event-read.queries.js';
-import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
+import { E_TAG_DEADLINE_MS, withStatementDeadline } from '@buzz-relay/read-path/internal';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 import { visibilitySql } from '../events/visibility.js';
 

@@ -9,7 +9,7 @@
 import { Controller, Get, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
-import { ReportStatus } from '../database/database.types.js';
+import { ReportStatus } from '@buzz-relay/read-path';
 import { MODERATOR_REQUIRED } from '../events/commands/moderation.commands.js';
 import { LISTING_MAX, ModerationQueueRepository } from '../moderation/moderation-queue.repository.js';
 import { RelayAuthority } from '../moderation/relay-authority.service.js';

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { HttpError } from '../common/http-error.js';
 import { HttpErrorFilter } from '../common/http-error.filter.js';
-import { HistoryReadRejectedError, OwnWordingFailure, toDatabaseError, WriterReadRejectedError } from '../database/database-errors.js';
+import { HistoryReadRejectedError, OwnWordingFailure, toDatabaseError, WriterReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
 import {
   MAX_AUX_QUERIES,
   MAX_SCANNED_BYTES,

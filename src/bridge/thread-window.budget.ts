@@ -9,7 +9,7 @@
  * - an 8 MiB budget for the serialised response.
  */
 import { HttpError } from '../common/http-error.js';
-import { QueryTimedOutError } from '../database/database-errors.js';
+import { QueryTimedOutError } from '@buzz-relay/read-path';
 
 export const THREAD_WINDOW_DEADLINE_MS = 8000;
 export const THREAD_WINDOW_STATEMENT_MS = 4000;

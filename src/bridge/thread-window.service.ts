@@ -21,16 +21,10 @@ import { RelaySigner } from '../common/relay-signer.js';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
-import { LockTimedOutError, OwnWordingFailure } from '../database/database-errors.js';
-import { DB } from '../database/database.types.js';
-import { withStatementDeadline } from '../database/statement-deadline.js';
+import { DatabaseMetrics, DB, LockTimedOutError, OwnWordingFailure, RoutedReader } from '@buzz-relay/read-path';
+import { datastoreSpan, fromChannelCursor, histogram, withStatementDeadline } from '@buzz-relay/read-path/internal';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
-import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
-import { datastoreSpan } from '../metrics/datastore-span.js';
-import { histogram } from '../metrics/metric-factory.js';
-import { fromChannelCursor } from '../routing/route-predicate.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS, ThreadParams, ThreadWindowRequest } from './bridge-params.js';
 import type { BridgeReader } from './bridge-query.service.js';
 import {

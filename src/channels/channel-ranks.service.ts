@@ -5,7 +5,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { DB } from '../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 import { ChannelStanding, Rank, rankInChannel } from '../moderation/ranks.js';
 import { RelayAuthority } from '../moderation/relay-authority.service.js';
 import { ChannelRepository } from './channel.repository.js';

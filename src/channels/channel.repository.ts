@@ -4,9 +4,7 @@
  */
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
-import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
-import { ChannelMemberRole, ChannelType, ChannelVisibility, DB } from '../database/database.types.js';
+import { ChannelMemberRole, ChannelType, ChannelVisibility, DatabaseMetrics, DB, RoutedReader } from '@buzz-relay/read-path';
 
 /** A (community, pubkey) access lookup; its key is `community:pubkey`. */
 export interface AccessKey {

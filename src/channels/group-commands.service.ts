@@ -16,7 +16,7 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
-import { ChannelMemberRole, ChannelVisibility, DB } from '../database/database.types.js';
+import { ChannelMemberRole, ChannelVisibility, DB } from '@buzz-relay/read-path';
 import { deletionTarget } from '../events/event-derivation.js';
 import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
 import { reject } from '../events/rejection.js';

@@ -20,7 +20,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { NostrEvent } from '../common/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
-import { ChannelMemberRole, DB } from '../database/database.types.js';
+import { ChannelMemberRole, DB } from '@buzz-relay/read-path';
 import { ChannelDetails, ChannelRepository } from './channel.repository.js';
 import { GROUP_KINDS } from './group-commands.service.js';
 

@@ -1,5 +1,5 @@
 import { ArgumentsHost, NotFoundException } from '@nestjs/common';
-import { OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from '../database/database-errors.js';
+import { OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from '../../packages/read-path/src/database/database-errors.js';
 import { HttpError } from './http-error.js';
 import { HttpErrorFilter } from './http-error.filter.js';
 import { markObserved, requestAnnotations } from './request-annotations.js';

@@ -1,7 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { databaseErrorAnswer } from '../database/database-error.filter.js';
-import { LockTimedOutError, OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError } from '../database/database-errors.js';
+import { databaseErrorAnswer, LockTimedOutError, OwnWordingFailure, PoolTimeoutError, QueryTimedOutError, ReadShareExceededError } from '@buzz-relay/read-path';
 import { HttpError } from './http-error.js';
 import { annotateRequest, isObserved, type RequestAnnotations } from './request-annotations.js';
 

@@ -8,8 +8,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 
 import { loadConfig } from '../config/app-config.js';
-import { migrateToLatest } from './migrator.js';
-import { ensureFuturePartitions } from './partition-manager.js';
+import { migrateToLatest } from '@buzz-relay/read-path';
+import { ensureFuturePartitions } from '@buzz-relay/read-path/internal';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);

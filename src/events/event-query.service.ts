@@ -12,12 +12,9 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
-import { DB } from '../database/database.types.js';
-import type { RoutePath } from '../metrics/database-metrics.service.js';
-import { forQuery } from '../routing/route-predicate.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
-import { HEAVY_READ_TERMS } from '../routing/writer-reads.js';
-import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
+import { DB, HistoryReadRejectedError, ReadShareExceededError, RoutedReader, WriterReadRejectedError } from '@buzz-relay/read-path';
+import type { RoutePath } from '@buzz-relay/read-path';
+import { forQuery, HEAVY_READ_TERMS } from '@buzz-relay/read-path/internal';
 import { EventBus } from './event-bus.js';
 import { allStatementsGeneric, channelDecidesH } from './event-read.queries.js';
 import { EventReadRepository, HistoryPage } from './event-read.repository.js';

@@ -8,12 +8,11 @@ import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
-import { DB } from '../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 import { byteCapped, byteCappedETagPage, eTagPage, filterConditions, filterPredicate, hasETags, hasValueIndependentPlan, PageStatement, pageStatement, recentFloor, referencingCount } from './event-read.queries.js';
 import { ReadScope } from './read-scope.js';
 import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
-import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../database/statement-deadline.js';
-import { GENERIC_PLAN } from '../database/statement-cache.js';
+import { E_TAG_DEADLINE_MS, GENERIC_PLAN, withStatementDeadline } from '@buzz-relay/read-path/internal';
 
 @Injectable()
 export class EventReadRepository {

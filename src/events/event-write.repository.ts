@@ -5,10 +5,9 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely, sql, Transaction } from 'kysely';
 import { isHex64 } from '../common/nostr.types.js';
-import { REPLICA_FLOOR_LOCK_KEY } from '../database/constants.js';
-import { DB } from '../database/database.types.js';
-import type { AdvisoryLockType } from '../metrics/database-metrics.service.js';
-import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
+import { REPLICA_FLOOR_LOCK_KEY } from '@buzz-relay/read-path/internal';
+import { DatabaseMetrics, DB } from '@buzz-relay/read-path';
+import type { AdvisoryLockType } from '@buzz-relay/read-path/internal';
 import type { KindTarget } from './kind-validators.js';
 import { StoredEventInput, ThreadAnchor } from './stored-event.js';
 

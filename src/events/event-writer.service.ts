@@ -8,9 +8,8 @@
  */
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Kysely, Transaction } from 'kysely';
-import { DatabaseService } from '../database/database.service.js';
-import { DB } from '../database/database.types.js';
-import { DatabaseMetrics, TransactionOperation } from '../metrics/database-metrics.service.js';
+import { DatabaseMetrics, DatabaseService, DB } from '@buzz-relay/read-path';
+import { TransactionOperation } from '@buzz-relay/read-path/internal';
 import { eventRowOnly, EventWriteRepository } from './event-write.repository.js';
 import { StoredEventInput } from './stored-event.js';
 

@@ -18,7 +18,7 @@
  * scope, path and filter, and the same reader whenever the filter can match a gated kind. A
  * reader owed read-your-writes never joins.
  */
-import { counter } from '../metrics/metric-factory.js';
+import { counter } from '@buzz-relay/read-path/internal';
 
 const joinedReads = counter({
   name: 'buzz_history_reads_coalesced_total',

@@ -15,15 +15,10 @@
  */
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { Permit, PermitGate, shareOf } from '../common/permit-gate.js';
+import { HISTORY_PERMIT_WAIT_MS, Permit, PermitGate, recordReadShareRefusal, shareOf } from '@buzz-relay/read-path/internal';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { HistoryReadRejectedError, ReadShareExceededError } from '../database/database-errors.js';
-import { DatabaseService } from '../database/database.service.js';
-import { DB } from '../database/database.types.js';
-import { HISTORY_PERMIT_WAIT_MS } from '../history-reads/history-read-gate.js';
-import { DatabaseMetrics, RoutePathLabel } from '../metrics/database-metrics.service.js';
-import { recordReadShareRefusal } from '../metrics/read-share-metrics.js';
+import { DatabaseMetrics, DatabaseService, DB, HistoryReadRejectedError, ReadShareExceededError, RoutePathLabel } from '@buzz-relay/read-path';
 
 @Injectable()
 export class SearchGate {

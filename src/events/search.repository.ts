@@ -5,7 +5,7 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
-import { DB } from '../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 import { channelIdsOf } from '../common/group-id.js';
 import { filterPredicate } from './event-read.queries.js';
 import { EVENT_COLUMNS, scopeSql } from './event-sql.js';

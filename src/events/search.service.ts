@@ -8,9 +8,8 @@
 import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
 import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
-import type { RoutePath } from '../metrics/database-metrics.service.js';
-import { BOUNDED } from '../routing/route-predicate.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
+import type { RoutePath } from '@buzz-relay/read-path';
+import { BOUNDED, RoutedReader } from '@buzz-relay/read-path';
 import { ReadScope } from './read-scope.js';
 import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';

@@ -7,7 +7,7 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { ChannelRepository } from '../channels/channel.repository.js';
-import { DB } from '../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 
 /** What a write needs to know of an event it names. */
 export interface NamedTarget {

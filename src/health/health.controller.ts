@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { DatabaseService } from '../database/database.service.js';
+import { DatabaseService } from '@buzz-relay/read-path';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RedisService } from '../redis/redis.service.js';
 import { LifecycleState } from './lifecycle-state.js';

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
-import { DatabaseService } from '../database/database.service.js';
+import { DatabaseService } from '@buzz-relay/read-path';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { LifecycleState } from './lifecycle-state.js';
 import { checkWriter, type WriterCheck } from './writer-check.js';

@@ -3,9 +3,9 @@
  * writer pool within a deadline, classified by the spec's outcome classes.
  */
 import type { PoolClient } from 'pg';
-import { DatabaseUnavailableError, PoolTimeoutError, QueryTimedOutError, toDatabaseError } from '../database/database-errors.js';
-import type { DatabaseService } from '../database/database.service.js';
-import { ACQUIRE_TIMEOUT_MESSAGE } from '../database/pools.js';
+import { DatabaseUnavailableError, PoolTimeoutError, QueryTimedOutError, toDatabaseError } from '@buzz-relay/read-path';
+import type { DatabaseService } from '@buzz-relay/read-path';
+import { ACQUIRE_TIMEOUT_MESSAGE } from '@buzz-relay/read-path/internal';
 
 /** relay.md §6.1's outcome classes; `pool_full` is a PoolTimeout with every connection checked out. */
 export type WriterCheck = 'success' | 'pool_full' | 'pool_timeout' | 'pool_error' | 'query_timeout' | 'query_error';

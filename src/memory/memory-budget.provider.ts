@@ -1,7 +1,7 @@
 import type { Provider } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { counter, gauge } from '../metrics/metric-factory.js';
+import { counter, gauge } from '@buzz-relay/read-path/internal';
 import { MemoryBudget, MemoryMetrics } from './memory-budget.js';
 
 /** The memory families (docs/operator.md): the budget and use per kind, refusals per kind and reason. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { counter, gauge, histogram, MILLISECONDS_BUCKETS, SECONDS_BUCKETS } from './metric-factory.js';
+import { counter, gauge, histogram, MILLISECONDS_BUCKETS, SECONDS_BUCKETS } from '@buzz-relay/read-path/internal';
 
 /** Relay-side families; names and labels are the spec's (relay.md §6.3). */
 @Injectable()

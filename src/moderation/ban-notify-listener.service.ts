@@ -15,9 +15,9 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, Notification } from 'pg';
 import type { AppConfig } from '../config/app-config.js';
-import { loopFairDeadline } from '../common/loop-fair-deadline.js';
+import { loopFairDeadline } from '@buzz-relay/read-path/internal';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { DatabaseService } from '../database/database.service.js';
+import { DatabaseService } from '@buzz-relay/read-path';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { BanCache } from './ban-cache.js';
 import { BanNotices } from './ban-notices.js';

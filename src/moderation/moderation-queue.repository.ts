@@ -7,9 +7,8 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { DatabaseService } from '../database/database.service.js';
-import { DB, ReportStatus, ReportTargetKind } from '../database/database.types.js';
-import type { WriterOperation } from '../metrics/database-metrics.service.js';
+import { DatabaseService, DB, ReportStatus, ReportTargetKind } from '@buzz-relay/read-path';
+import type { WriterOperation } from '@buzz-relay/read-path';
 
 export interface NewReport {
   readonly reportEventId: string;

@@ -6,9 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { CoalescingLoader } from '../common/coalescing-loader.js';
-import { DatabaseService } from '../database/database.service.js';
-import { BOUNDED } from '../routing/route-predicate.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
+import { BOUNDED, DatabaseService, RoutedReader } from '@buzz-relay/read-path';
 
 export type Restriction = { kind: 'none' } | { kind: 'banned' } | { kind: 'timed_out'; untilSecs: number };
 

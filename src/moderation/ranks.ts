@@ -10,7 +10,7 @@
  * Relay-wide rank counts inside a channel only where it outranks every other owner of the channel,
  * so a relay admin can take over a member's channel but not the relay owner's or a peer's.
  */
-import type { ChannelMemberRole } from '../database/database.types.js';
+import type { ChannelMemberRole } from '@buzz-relay/read-path';
 import type { Authority } from './relay-authority.service.js';
 
 export const RANK = {

@@ -7,7 +7,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { DB, RelayMemberRole } from '../database/database.types.js';
+import { DB, RelayMemberRole } from '@buzz-relay/read-path';
 import { RelayMembershipRepository } from './relay-membership.repository.js';
 
 import { Rank, relayRank } from './ranks.js';

@@ -7,9 +7,8 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
-import { DatabaseService } from '../database/database.service.js';
-import type { WriterOperation } from '../metrics/database-metrics.service.js';
-import { DB, RelayMemberRole } from '../database/database.types.js';
+import { DatabaseService, DB, RelayMemberRole } from '@buzz-relay/read-path';
+import type { WriterOperation } from '@buzz-relay/read-path';
 
 export interface RelayMemberRow {
   readonly pubkey: string;

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { counter } from '../metrics/metric-factory.js';
+import { counter } from '@buzz-relay/read-path/internal';
 import { rateLimitKey } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
 import { Bucket, SharedSlidingWindow } from './shared-sliding-window.js';

@@ -17,7 +17,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { Redis, RedisOptions } from 'ioredis';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { gauge } from '../metrics/metric-factory.js';
+import { gauge } from '@buzz-relay/read-path/internal';
 
 export type RedisState = 'disabled' | 'connected' | 'disconnected';
 export type TopicListener = (topic: string, message: string) => void;

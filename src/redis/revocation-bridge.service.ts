@@ -12,7 +12,7 @@
  */
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { counter } from '../metrics/metric-factory.js';
+import { counter } from '@buzz-relay/read-path/internal';
 import { AccessRevocations, RevocationReason } from '../moderation/access-revocations.js';
 import { BanNotices } from '../moderation/ban-notices.js';
 import { CONTROL_PATTERN, controlTopic } from './redis-keys.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { shareOf } from '../common/permit-gate.js';
+import { shareOf } from '@buzz-relay/read-path/internal';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';

@@ -9,7 +9,7 @@
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../common/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
-import { PoolTimeoutError } from '../database/database-errors.js';
+import { PoolTimeoutError } from '@buzz-relay/read-path';
 import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { effectiveLimit, matchFilter } from '../events/filter.js';

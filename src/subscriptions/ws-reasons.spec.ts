@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, WriterReadRejectedError } from '../database/database-errors.js';
+import { DatabaseUnavailableError, HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, WriterReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
 import { closedReason, okReason } from './ws-reasons.js';
 
 describe('WebSocket reasons (relay.md §2.12), one mapper for every handler', () => {

@@ -4,7 +4,7 @@
  * typed errors come from the database layer's boundary (database/database-errors.ts); nothing
  * here reads a driver code or message.
  */
-import { QueryTimedOutError, ReadShareExceededError } from '../database/database-errors.js';
+import { QueryTimedOutError, ReadShareExceededError } from '@buzz-relay/read-path';
 import { MemoryRefusedError } from '../memory/memory-budget.js';
 
 /** Terminal (seed 002): a statement hit its deadline; clients do not re-send a one-shot read. */

@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
-import { DatabaseService } from '../database/database.service.js';
-import { DB } from '../database/database.types.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
+import { DatabaseService, DB, RoutedReader } from '@buzz-relay/read-path';
 
 export interface Community {
   readonly id: string;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/app-config.js';
 import { STATIC_CONF } from '../../src/database/embedded/pg-bring-up.js';
-import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
+import { readBudgetWarning } from '../../packages/read-path/src/replica-fence/replica-fence.constants.js';
 import { itWithTool, onPath, readText, readYaml, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from '../deploy/deploy-sources.js';
 
 const HAPROXY_CFG = 'deploy/compose/haproxy.cfg';

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg, { DatabaseError } from 'pg';
-import { CallbackQueryClient } from '../../src/database/callback-query-client.js';
+import { CallbackQueryClient } from '../../packages/read-path/src/database/callback-query-client.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 const BUILT = path.resolve(import.meta.dirname, '../../dist/src/database/callback-query-client.js');

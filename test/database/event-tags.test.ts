@@ -10,13 +10,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import { DB } from '../../src/database/database.types.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { INDEXED_TAG_VALUE_MAX_BYTES, tagIndexKey } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
-import * as eventTags from '../../migrations/0018_event_tags.js';
-import { fillEventRefs } from '../../migrations/0016_event_refs.js';
-import * as pruneDeleted from '../../migrations/0019_prune_deleted_events.js';
+import * as eventTags from '../../packages/read-path/migrations/0018_event_tags.js';
+import { fillEventRefs } from '../../packages/read-path/migrations/0016_event_refs.js';
+import * as pruneDeleted from '../../packages/read-path/migrations/0019_prune_deleted_events.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';
 import { eventually } from '../harness/eventually.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';

@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { jest } from '@jest/globals';
 import pg from 'pg';
 
-import { CREATED_AT_FLOOR_GUC, CREATED_AT_FLOOR_SECS } from '../../src/database/constants.js';
+import { CREATED_AT_FLOOR_GUC, CREATED_AT_FLOOR_SECS } from '../../packages/read-path/src/database/constants.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';
 import { EventWriter } from '../../src/events/event-writer.service.js';
 import { StoredEventInput } from '../../src/events/stored-event.js';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 
-import type { DB } from '../../src/database/database.types.js';
+import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import {
   assertPartitionDate,
   assertPartitionedTable,
@@ -18,7 +18,7 @@ import {
   ensurePartition,
   monthlyPartition,
   PARTITIONED_TABLES,
-} from '../../src/database/partition-manager.js';
+} from '../../packages/read-path/src/database/partition-manager.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 function connect(url: string): Kysely<DB> {

@@ -7,13 +7,13 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Pool } from 'pg';
 import { register } from 'prom-client';
-import { CONNECTION_STEPS } from '../../src/database/connection-steps.js';
+import { CONNECTION_STEPS } from '../../packages/read-path/src/database/connection-steps.js';
 import { loadConfig } from '../../src/config/app-config.js';
-import { poolSettings } from '../../src/database/database.options.js';
+import { poolSettings } from '../../packages/read-path/src/database/database.options.js';
 import { relayDatabaseOptions } from '../../src/relay-database.modules.js';
-import { createSearchPool, createWriterPool, endPool } from '../../src/database/pools.js';
-import { ConnectionSteps } from '../../src/database/connection-steps.js';
-import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
+import { createSearchPool, createWriterPool, endPool } from '../../packages/read-path/src/database/pools.js';
+import { ConnectionSteps } from '../../packages/read-path/src/database/connection-steps.js';
+import { DatabaseMetrics } from '../../packages/read-path/src/metrics/database-metrics.service.js';
 import { checkWriter } from '../../src/health/writer-check.js';
 import { eventually } from '../harness/eventually.js';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';

@@ -6,10 +6,10 @@
  */
 import { Pool, PoolClient } from 'pg';
 import { loadConfig } from '../../src/config/app-config.js';
-import { poolSettings } from '../../src/database/database.options.js';
+import { poolSettings } from '../../packages/read-path/src/database/database.options.js';
 import { relayDatabaseOptions } from '../../src/relay-database.modules.js';
-import { armReadDeadline, disarmReadDeadline } from '../../src/database/read-deadline.js';
-import { createWriterPool } from '../../src/database/pools.js';
+import { armReadDeadline, disarmReadDeadline } from '../../packages/read-path/src/database/read-deadline.js';
+import { createWriterPool } from '../../packages/read-path/src/database/pools.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;

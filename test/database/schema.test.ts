@@ -8,18 +8,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 
-import { migrations } from '../../migrations/index.js';
+import { migrations } from '../../packages/read-path/migrations/index.js';
 import {
   REPLICA_FLOOR_LOCK_KEY,
   REPLICA_FLOOR_LOCK_KEY_TEXT,
-} from '../../src/database/constants.js';
-import type { DB } from '../../src/database/database.types.js';
+} from '../../packages/read-path/src/database/constants.js';
+import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import {
   MigrationFailedError,
   migrateDownAll,
   migrateDownOne,
   migrateToLatest,
-} from '../../src/database/migrator.js';
+} from '../../packages/read-path/src/database/migrator.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 const EVENTS_INDEXES: Record<string, RegExp> = {

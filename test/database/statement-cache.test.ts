@@ -7,8 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import { DB } from '../../src/database/database.types.js';
-import { GENERIC_PLAN, statementCachingClient } from '../../src/database/statement-cache.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
+import { GENERIC_PLAN, statementCachingClient } from '../../packages/read-path/src/database/statement-cache.js';
 import { RECENT_WINDOW_SECS } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide, ReadScope } from '../../src/events/read-scope.js';

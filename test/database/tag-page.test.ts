@@ -11,8 +11,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import { statementCachingClient } from '../../src/database/statement-cache.js';
-import { DB } from '../../src/database/database.types.js';
+import { statementCachingClient } from '../../packages/read-path/src/database/statement-cache.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { HASHED_TAG_VALUES_FROM, walkBudget } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';

@@ -7,9 +7,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import { fillEventRefs } from '../../migrations/0016_event_refs.js';
+import { fillEventRefs } from '../../packages/read-path/migrations/0016_event_refs.js';
 import { ThreadWindowRepository, WindowCursor } from '../../src/bridge/thread-window.repository.js';
-import { DB } from '../../src/database/database.types.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 interface PlanNode {

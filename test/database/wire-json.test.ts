@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import { finalizeEvent, generateSecretKey, verifyEvent, type Event as NostrEvent } from 'nostr-tools/pure';
 import { Pool } from 'pg';
-import { DB } from '../../src/database/database.types.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { eventJson } from '../../src/events/stored-event.js';

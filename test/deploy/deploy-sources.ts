@@ -29,11 +29,15 @@ export function readYamlDocuments<T>(relative: string): T[] {
   });
 }
 
-/** The relay's TypeScript source files under src/, specs excluded. */
-export function sourceFiles(dir = path.join(ROOT, 'src')): string[] {
+/** The TypeScript source files the relay runs (src/ and the read-path package's src/), specs excluded. */
+export function sourceFiles(): string[] {
+  return [path.join(ROOT, 'src'), path.join(ROOT, 'packages/read-path/src')].flatMap(tsFilesUnder);
+}
+
+function tsFilesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(full);
+    if (entry.isDirectory()) return tsFilesUnder(full);
     return entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [full] : [];
   });
 }
@@ -108,7 +112,7 @@ export function shutdownBudgetMs(): number {
     defaultConfigNumber('shutdownDrainMs') +
     (optionalSourceConstant('src/health/graceful-shutdown.ts', 'CLOSE_HANDSHAKE_MS') ?? 0) +
     sourceConstant('src/events/event-writer.service.ts', 'DRAIN_TIMEOUT_MS') +
-    sourceConstant('src/database/pools.ts', 'READER_STATEMENT_TIMEOUT_MS')
+    sourceConstant('packages/read-path/src/database/pools.ts', 'READER_STATEMENT_TIMEOUT_MS')
   );
 }
 

@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/app-config.js';
-import { readBudgetWarning } from '../../src/replica-fence/replica-fence.constants.js';
+import { readBudgetWarning } from '../../packages/read-path/src/replica-fence/replica-fence.constants.js';
 import { onPath, readYaml, readYamlDocuments, relayEnvVarNames, ROOT, runTool, shutdownBudgetMs } from './deploy-sources.js';
 
 const K8S = 'deploy/k8s';

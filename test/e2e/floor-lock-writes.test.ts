@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { type VerifiedEvent } from 'nostr-tools/pure';
 import { PoolClient } from 'pg';
-import { REPLICA_FLOOR_LOCK_KEY_TEXT } from '../../src/database/constants.js';
+import { REPLICA_FLOOR_LOCK_KEY_TEXT } from '../../packages/read-path/src/database/constants.js';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { type RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 import { waitUntil } from '../routing/database-layer.js';

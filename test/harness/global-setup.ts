@@ -37,7 +37,7 @@ const REPLICA_WAIT_MS = 30_000;
 
 type ClusterModule = typeof import('../../src/database/embedded/pg-cluster.js') &
   typeof import('../../src/database/embedded/pg-replication.js');
-type MigratorModule = typeof import('../../src/database/migrator.js');
+type MigratorModule = typeof import('../../packages/read-path/src/database/migrator.js');
 let project: ClusterModule & MigratorModule;
 
 export default async function globalSetup(): Promise<void> {
@@ -223,7 +223,7 @@ const LOADER_FLAG = Symbol.for('buzz-relay.test.ts-loader');
 const ENTRY_FILES = [
   'src/database/embedded/pg-cluster.ts',
   'src/database/embedded/pg-replication.ts',
-  'src/database/migrator.ts',
+  'packages/read-path/src/database/migrator.ts',
 ];
 
 async function loadProjectModules(): Promise<ClusterModule & MigratorModule> {
@@ -231,7 +231,7 @@ async function loadProjectModules(): Promise<ClusterModule & MigratorModule> {
   const [cluster, replication, migrator] = await Promise.all([
     import('../../src/database/embedded/pg-cluster.js'),
     import('../../src/database/embedded/pg-replication.js'),
-    import('../../src/database/migrator.js'),
+    import('../../packages/read-path/src/database/migrator.js'),
   ]);
   return { ...cluster, ...replication, ...migrator };
 }

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { DatabaseService } from '../../src/database/database.service.js';
+import type { DatabaseService } from '../../packages/read-path/src/database/database.service.js';
 
 /**
  * The reader pool of a DatabaseService, for tests that drain or watch it. It is private to the

@@ -6,9 +6,9 @@
 import { INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { sql } from 'kysely';
-import { ReadPathModule, type ReadPathModuleOptions } from '../../src/read-path/read-path.module.js';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
-import { RoutedReader } from '../../src/routing/routed-reader.service.js';
+import { ReadPathModule, type ReadPathModuleOptions } from '../../packages/read-path/src/read-path.module.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
+import { RoutedReader } from '../../packages/read-path/src/routing/routed-reader.service.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 
 @Module({})

@@ -1,10 +1,10 @@
 /**
- * examples/reports-service, run the way another team would: the relay is packed with `npm pack`
- * (so only what `files` ships is there), unpacked as `node_modules/buzz-relay` of a copy of the
- * example, its peers and dependencies resolved from this repository's node_modules (one copy of
- * @nestjs/common for both), compiled with tsc against the shipped declarations through the
- * `exports` map (a deep `buzz-relay/dist/...` import would not resolve), and started on the real
- * writer + replica pair. Divergent fixtures (replay paused on the replica, the row changed on the
+ * examples/reports-service, run the way another team would: packages/read-path is packed with
+ * `npm pack` (so only what `files` ships is there), unpacked as `node_modules/@buzz-relay/read-path`
+ * of a copy of the example, its peers and dependencies resolved from this repository's
+ * node_modules (one copy of @nestjs/common for both), compiled with tsc against the shipped
+ * declarations through the `exports` map (a deep `@buzz-relay/read-path/dist/...` import would not
+ * resolve), and started on the real writer + replica pair. Divergent fixtures (replay paused on the replica, the row changed on the
  * writer) show which server answered each read.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -17,6 +17,7 @@ import { adminPool, waitUntil } from '../routing/database-layer.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'examples/reports-service');
+const PACKAGE = join(ROOT, 'packages/read-path');
 const faults = faultSupport();
 const itWithFaults = faults.supported ? it : it.skip;
 
@@ -28,19 +29,21 @@ let child: ChildProcess;
 let out = '';
 let base: string;
 
-/** The packed relay unpacked into a copy of the example; every other package linked from ours. */
+/** The packed package unpacked into a copy of the example; every other package linked from ours. */
 function installExample(): string {
-  execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const tarball = readdirSync(work).find((f) => f.startsWith('buzz-relay-') && f.endsWith('.tgz'));
+  // --ignore-scripts: `npm test` has built packages/read-path/dist already (prepack would again).
+  execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: PACKAGE, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tarball = readdirSync(work).find((f) => f.startsWith('buzz-relay-read-path-') && f.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack left no tarball in ${work}`);
   const app = join(work, 'app');
   cpSync(EXAMPLE, app, { recursive: true, filter: (src) => !/\/(node_modules|dist)(\/|$)/.test(src.slice(EXAMPLE.length)) });
-  const relay = join(app, 'node_modules/buzz-relay');
-  mkdirSync(relay, { recursive: true });
-  execFileSync('tar', ['-xzf', join(work, tarball), '-C', relay, '--strip-components=1']);
+  const unpacked = join(app, 'node_modules/@buzz-relay/read-path');
+  mkdirSync(unpacked, { recursive: true });
+  execFileSync('tar', ['-xzf', join(work, tarball), '-C', unpacked, '--strip-components=1']);
   const ours = realpathSync(join(ROOT, 'node_modules'));
   for (const entry of readdirSync(ours)) {
-    if (entry.startsWith('.') || entry === 'buzz-relay') continue;
+    // @buzz-relay holds this repository's workspace link, replaced above by the packed copy.
+    if (entry.startsWith('.') || entry === '@buzz-relay') continue;
     symlinkSync(join(ours, entry), join(app, 'node_modules', entry));
   }
   execFileSync(process.execPath, [join(ours, 'typescript/bin/tsc'), '-p', join(app, 'tsconfig.json')], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -100,11 +103,11 @@ afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 }, 60_000);
 
-describe('examples/reports-service on buzz-relay/database', () => {
-  it('imports the package through its exports only', () => {
+describe('examples/reports-service on @buzz-relay/read-path', () => {
+  it('imports the package through its public entry only', () => {
     for (const file of readdirSync(join(EXAMPLE, 'src'))) {
-      const imports = [...readFileSync(join(EXAMPLE, 'src', file), 'utf8').matchAll(/from '(buzz-relay[^']*)'/g)].map((m) => m[1]);
-      expect(imports.every((s) => s === 'buzz-relay/database')).toBe(true);
+      const imports = [...readFileSync(join(EXAMPLE, 'src', file), 'utf8').matchAll(/from '(@buzz-relay[^']*)'/g)].map((m) => m[1]);
+      expect(imports.every((s) => s === '@buzz-relay/read-path')).toBe(true);
     }
     expect(out).not.toMatch(/ERROR/);
   });

@@ -21,11 +21,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool } from 'pg';
-import * as refsMigration from '../../migrations/0016_event_refs.js';
+import * as refsMigration from '../../packages/read-path/migrations/0016_event_refs.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS } from '../../src/bridge/bridge-query.service.js';
 import { BridgeReadsRepository } from '../../src/bridge/bridge-reads.repository.js';
 import { NostrFilter } from '../../src/common/nostr.types.js';
-import { DB } from '../../src/database/database.types.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';
 import { ReadScope } from '../../src/events/read-scope.js';

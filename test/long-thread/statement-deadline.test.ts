@@ -5,9 +5,9 @@
  */
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import { DB } from '../../src/database/database.types.js';
-import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../../src/database/statement-deadline.js';
-import { kyselyOn } from '../../src/database/kysely-on-client.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
+import { E_TAG_DEADLINE_MS, withStatementDeadline } from '../../packages/read-path/src/database/statement-deadline.js';
+import { kyselyOn } from '../../packages/read-path/src/database/kysely-on-client.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;

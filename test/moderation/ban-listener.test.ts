@@ -17,7 +17,7 @@
 import { jest } from '@jest/globals';
 import type { Pool } from 'pg';
 import type { AppConfig } from '../../src/config/app-config.js';
-import type { DatabaseService } from '../../src/database/database.service.js';
+import type { DatabaseService } from '../../packages/read-path/src/database/database.service.js';
 import { RelayMetrics } from '../../src/metrics/relay-metrics.service.js';
 import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate } from '../../src/moderation/ban-gate.service.js';

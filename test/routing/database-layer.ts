@@ -7,11 +7,11 @@ import { NestFactory } from '@nestjs/core';
 import { Pool } from 'pg';
 import { register } from 'prom-client';
 import { loadConfig } from '../../src/config/app-config.js';
-import { DatabaseService } from '../../src/database/database.service.js';
-import { DatabaseMetrics } from '../../src/metrics/database-metrics.service.js';
-import { ReplicaFenceService } from '../../src/replica-fence/replica-fence.service.js';
+import { DatabaseService } from '../../packages/read-path/src/database/database.service.js';
+import { DatabaseMetrics } from '../../packages/read-path/src/metrics/database-metrics.service.js';
+import { ReplicaFenceService } from '../../packages/read-path/src/replica-fence/replica-fence.service.js';
 import { relayDatabaseModules } from '../../src/relay-database.modules.js';
-import { RoutedReader } from '../../src/routing/routed-reader.service.js';
+import { RoutedReader } from '../../packages/read-path/src/routing/routed-reader.service.js';
 import type { TestDatabase } from '../harness/test-database.js';
 
 export interface DatabaseLayer {

@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kysely, sql } from 'kysely';
 import { Pool } from 'pg';
-import { DB } from '../../src/database/database.types.js';
+import { DB } from '../../packages/read-path/src/database/database.types.js';
 
 export async function newCommunity(admin: Pool): Promise<string> {
   const { rows } = await admin.query<{ id: string }>(`insert into communities (host) values ($1) returning id`, [

@@ -4,7 +4,7 @@
  * and prepares nothing, and routed reads are still served by the proved replica session.
  */
 import { sql } from 'kysely';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { DatabaseLayer, startDatabaseLayer } from './database-layer.js';
 

@@ -10,10 +10,10 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { loadConfig } from '../../src/config/app-config.js';
-import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../../src/database/database-errors.js';
-import type { DB } from '../../src/database/database.types.js';
+import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
+import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import { SearchGate } from '../../src/events/search-gate.js';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { type DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer } from './database-layer.js';
 

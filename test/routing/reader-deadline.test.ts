@@ -5,7 +5,7 @@
  * transaction-local value never outlives the transaction.
  */
 import { sql } from 'kysely';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { DatabaseLayer, startDatabaseLayer } from './database-layer.js';
 

@@ -10,8 +10,8 @@
  * - it resets every connection (a refused dial): reads fall back to the writer at once.
  */
 import { sql } from 'kysely';
-import { RoutedReader } from '../../src/routing/routed-reader.service.js';
-import { HistoryReadRejectedError } from '../../src/database/database-errors.js';
+import { RoutedReader } from '../../packages/read-path/src/routing/routed-reader.service.js';
+import { HistoryReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { startTcpProxy, TcpProxy } from '../harness/tcp-proxy.js';
 import { delta, routeDecisions, startDatabaseLayer, waitUntil, type DatabaseLayer } from './database-layer.js';

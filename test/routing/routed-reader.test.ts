@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { Pool } from 'pg';
-import { BOUNDED, ChannelScope, fromChannelCursor } from '../../src/routing/route-predicate.js';
+import { BOUNDED, ChannelScope, fromChannelCursor } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { channelPage, countRows, insertRow, newCommunity, randomUUID } from './fixtures.js';

@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import { Pool } from 'pg';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 

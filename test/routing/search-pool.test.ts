@@ -9,8 +9,8 @@
  * server waits for it until the test commits.
  */
 import { Pool, PoolClient } from 'pg';
-import { DatabaseUnavailableError, HistoryReadRejectedError } from '../../src/database/database-errors.js';
-import { SEARCH_APPLICATION_NAME } from '../../src/database/pools.js';
+import { DatabaseUnavailableError, HistoryReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
+import { SEARCH_APPLICATION_NAME } from '../../packages/read-path/src/database/pools.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { SearchGate } from '../../src/events/search-gate.js';
 import { SearchRepository } from '../../src/events/search.repository.js';

@@ -10,9 +10,9 @@ import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@o
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { sql } from 'kysely';
 import type { Pool } from 'pg';
-import { REPLICA_FLOOR_LOCK_KEY } from '../../src/database/constants.js';
-import { ProbeError } from '../../src/replica-fence/fence-probe.js';
-import { BOUNDED } from '../../src/routing/route-predicate.js';
+import { REPLICA_FLOOR_LOCK_KEY } from '../../packages/read-path/src/database/constants.js';
+import { ProbeError } from '../../packages/read-path/src/replica-fence/fence-probe.js';
+import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { eventually } from '../harness/eventually.js';
 import { newIdentity, nip98Header } from '../harness/nostr-clients.js';
 import { relayEnv } from '../harness/relay-fixture.js';

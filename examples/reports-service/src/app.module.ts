@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { DatabaseErrorFilter, ReadPathModule } from 'buzz-relay/database';
+import { DatabaseErrorFilter, ReadPathModule } from '@buzz-relay/read-path';
 import { ReportsController } from './reports.controller.js';
 import { ReportsRepository } from './reports.repository.js';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { BOUNDED, RoutedReader, type DB } from 'buzz-relay/database';
+import { BOUNDED, RoutedReader, type DB } from '@buzz-relay/read-path';
 import { type Kysely, sql } from 'kysely';
 
 export interface Report {

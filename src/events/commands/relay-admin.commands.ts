@@ -11,7 +11,7 @@ import { Kysely } from 'kysely';
 import { NostrEvent } from '../../common/nostr.types.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/config.tokens.js';
-import { DB } from '../../database/database.types.js';
+import { DB } from '@buzz-relay/read-path';
 import { AccessRevocations } from '../../moderation/access-revocations.js';
 import { ModerationRepository } from '../../moderation/moderation.repository.js';
 import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';

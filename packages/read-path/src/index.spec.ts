@@ -1,30 +1,33 @@
 /**
- * The library boundary of `buzz-relay/database` (issue 19), checked without a database:
- * what its entry point pulls in, that the four modules form no import cycle, that each can be
- * built alone from its own options, and that importing them registers only `buzz_db_*` families.
+ * The boundary of `@buzz-relay/read-path`, checked without a database: that its sources load only
+ * what its manifest declares, that the relay reaches it only by name, that the four modules form
+ * no import cycle, that each can be built alone from its own options, and that importing them
+ * registers only `buzz_db_*` families.
  */
 import { jest } from '@jest/globals';
 import { Logger, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
+import { builtinModules } from 'node:module';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { register } from 'prom-client';
-import { DatabaseModule } from '../database/database.module.js';
-import type { DatabaseModuleOptions } from '../database/database.options.js';
-import { DatabaseService } from '../database/database.service.js';
-import { HistoryReadGate } from '../history-reads/history-read-gate.js';
-import { HistoryReadsModule } from '../history-reads/history-reads.module.js';
-import { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
-import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
-import { BOUNDED } from '../routing/route-predicate.js';
-import { RoutedReaderModule } from '../routing/routed-reader.module.js';
-import { RoutedReader } from '../routing/routed-reader.service.js';
-import { ReadPathModule } from '../read-path/read-path.module.js';
-import { ROUTED_READER_OPTIONS } from '../routing/routed-reader.options.js';
-import { REPLICA_FENCE_OPTIONS } from '../replica-fence/replica-fence.options.js';
+import { DatabaseModule } from './database/database.module.js';
+import type { DatabaseModuleOptions } from './database/database.options.js';
+import { DatabaseService } from './database/database.service.js';
+import { HistoryReadGate } from './history-reads/history-read-gate.js';
+import { HistoryReadsModule } from './history-reads/history-reads.module.js';
+import { ReplicaFenceModule } from './replica-fence/replica-fence.module.js';
+import { ReplicaFenceService } from './replica-fence/replica-fence.service.js';
+import { BOUNDED } from './routing/route-predicate.js';
+import { RoutedReaderModule } from './routing/routed-reader.module.js';
+import { RoutedReader } from './routing/routed-reader.service.js';
+import { ReadPathModule } from './read-path.module.js';
+import { ROUTED_READER_OPTIONS } from './routing/routed-reader.options.js';
+import { REPLICA_FENCE_OPTIONS } from './replica-fence/replica-fence.options.js';
 
-const SRC = resolve(import.meta.dirname, '..');
-const ENTRY = join(SRC, 'library/database.ts');
+const SRC = import.meta.dirname;
+const PACKAGE = resolve(SRC, '..');
+const REPO = resolve(PACKAGE, '../..');
 const LAYERS = ['database', 'replica-fence', 'history-reads', 'routing'] as const;
 
 /** Relative specifiers of `from '…'`, `import '…'` and `import('…')`, resolved to .ts files. */
@@ -48,19 +51,49 @@ function closureOf(entry: string): Set<string> {
 
 const layerOf = (file: string) => relative(SRC, file).split('/')[0];
 
-function sourcesOf(layer: string): string[] {
-  return readdirSync(join(SRC, layer), { recursive: true, encoding: 'utf8' })
+/** The non-test TypeScript files under a directory. */
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
-    .map((f) => join(SRC, layer, f));
+    .map((f) => join(dir, f));
 }
 
-describe('buzz-relay/database: import graph', () => {
-  it("the entry point's closure holds no relay configuration, relay metrics, transports or Nostr", () => {
-    const files = [...closureOf(ENTRY)].map((f) => relative(SRC, f));
-    expect(files).toContain('database/database.module.ts');
-    const outside = files.filter((f) => !/^(database|replica-fence|history-reads|routing|read-path|metrics|common|library)\//.test(f) && !f.startsWith('../migrations/'));
-    expect(outside).toEqual([]);
-    expect(files.filter((f) => f.startsWith('config/') || f === 'metrics/relay-metrics.service.ts' || f === 'metrics/metrics.module.ts')).toEqual([]);
+const sourcesOf = (layer: string) => sourcesUnder(join(SRC, layer));
+
+/** The package names of the bare specifiers a file imports (`@scope/name/x` → `@scope/name`). */
+function packagesImportedBy(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'([^'.][^']*)'/g)].map((m) => m[1]);
+  return specs.map((s) => s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/'));
+}
+
+describe('@buzz-relay/read-path: import graph', () => {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8')) as { dependencies?: object; peerDependencies?: object };
+  const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
+  const packageSources = [...sourcesUnder(SRC), ...sourcesUnder(join(PACKAGE, 'migrations'))];
+
+  it('the entry points reach no file outside the package', () => {
+    const files = [...closureOf(join(SRC, 'index.ts')), ...closureOf(join(SRC, 'internal.ts'))].map((f) => relative(PACKAGE, f));
+    expect(files).toContain('src/database/database.module.ts');
+    expect(files.filter((f) => f.startsWith('..'))).toEqual([]);
+  });
+
+  it('its sources load only Node built-ins and the packages its manifest declares', () => {
+    // `pg` types come from `@types/pg` (a dependency, so an importer's tsc finds them).
+    const undeclared = new Set<string>();
+    for (const file of packageSources) {
+      for (const name of packagesImportedBy(file)) {
+        if (!name.startsWith('node:') && !builtinModules.includes(name) && !declared.has(name)) undeclared.add(`${relative(PACKAGE, file)}: ${name}`);
+      }
+    }
+    expect([...undeclared]).toEqual([]);
+    expect(declared.has('@types/pg')).toBe(true);
+  });
+
+  it('the relay reaches the package by its name, never by a path into its sources', () => {
+    const relay = ['src', 'bench', 'scripts'].flatMap((dir) => sourcesUnder(join(REPO, dir)));
+    const reaching = relay.filter((file) => importsOf(file).some((target) => target.startsWith(PACKAGE)));
+    expect(reaching.map((f) => relative(REPO, f))).toEqual([]);
   });
 
   it('the four layers import one way: routing → replica-fence, history-reads → database, never back', () => {
@@ -93,15 +126,15 @@ const OPTIONS: DatabaseModuleOptions = {
   partitionMaintenance: false,
 };
 
-describe('buzz-relay/database: kysely', () => {
+describe('@buzz-relay/read-path: kysely', () => {
   it('re-exports the Kysely and sql its handles are built with', async () => {
-    const entry = await import('./database.js');
+    const entry = await import('./index.js');
     const kysely = await import('kysely');
     expect([entry.Kysely, entry.sql]).toEqual([kysely.Kysely, kysely.sql]);
   });
 });
 
-describe('buzz-relay/database: each module alone, from its own options', () => {
+describe('@buzz-relay/read-path: each module alone, from its own options', () => {
   const built: TestingModule[] = [];
   const build = async (imports: Parameters<typeof Test.createTestingModule>[0]['imports']) => {
     const ref = await Test.createTestingModule({ imports }).compile();

@@ -3,9 +3,9 @@
  * like an unavailable database, retryable on both transports, never as the terminal timeout.
  */
 import { ArgumentsHost, Logger } from '@nestjs/common';
-import { DatabaseErrorFilter } from '../database/database-error.filter.js';
-import { DatabaseError, HistoryReadRejectedError, toDatabaseError } from '../database/database-errors.js';
-import { closedReason } from '../subscriptions/ws-reasons.js';
+import { DatabaseErrorFilter } from '../../packages/read-path/src/database/database-error.filter.js';
+import { DatabaseError, HistoryReadRejectedError, toDatabaseError } from '../../packages/read-path/src/database/database-errors.js';
+import { closedReason } from './ws-reasons.js';
 
 function http(exception: unknown): [number, unknown] {
   const out: [number, unknown] = [0, undefined];

@@ -7,13 +7,13 @@
  * stay importable one by one for an app that wires them itself (docs/library.md).
  */
 import { DynamicModule, InjectionToken, Module, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
-import { DatabaseModule } from '../database/database.module.js';
-import { type DatabaseModuleOptions, poolSettings } from '../database/database.options.js';
-import { HistoryReadsModule } from '../history-reads/history-reads.module.js';
-import { ReplicaFenceModule } from '../replica-fence/replica-fence.module.js';
-import type { ReplicaFenceModuleOptions } from '../replica-fence/replica-fence.options.js';
-import { RoutedReaderModule } from '../routing/routed-reader.module.js';
-import type { RoutedReaderModuleOptions } from '../routing/routed-reader.options.js';
+import { DatabaseModule } from './database/database.module.js';
+import { type DatabaseModuleOptions, poolSettings } from './database/database.options.js';
+import { HistoryReadsModule } from './history-reads/history-reads.module.js';
+import { ReplicaFenceModule } from './replica-fence/replica-fence.module.js';
+import type { ReplicaFenceModuleOptions } from './replica-fence/replica-fence.options.js';
+import { RoutedReaderModule } from './routing/routed-reader.module.js';
+import type { RoutedReaderModuleOptions } from './routing/routed-reader.options.js';
 
 export interface ReadPathModuleOptions {
   /** The pools and the opt-in jobs (DatabaseModule). `readPoolSize` also sizes the history-read gate. */

@@ -1,7 +1,7 @@
-import { loadConfig } from '../config/app-config.js';
+import { loadConfig } from './app-config.js';
 import { relayDatabaseOptions } from '../relay-database.modules.js';
-import { poolSettings } from './database.options.js';
-import { createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from './pools.js';
+import { poolSettings } from '../../packages/read-path/src/database/database.options.js';
+import { createReaderPool, createWriterPool, endPool, POOL_MAX_LIFETIME_SECS, READER_DIAL_TIMEOUT_MS } from '../../packages/read-path/src/database/pools.js';
 
 const UNROUTABLE = 'postgres://buzz:pw@10.255.255.1:5432/buzz';
 
