@@ -8,14 +8,20 @@ import { PARTITION_MANAGER_LOCK_KEY } from './constants.js';
  * `ensureFuturePartitions(months_ahead)` runs at startup (and is meant to run monthly). For each
  * month offset 0..=monthsAhead it makes sure `<table>_pYYYY_MM` exists:
  * - a partition of that name already exists: nothing to do;
- * - otherwise it is created;
- * - creation fails with "would overlap partition": an existing partition already covers the
- *   range. That is logged (info) and treated as success, as upstream does.
+ * - an existing partition already covers part of the range (Postgres would refuse the CREATE
+ *   with "would overlap partition"): that is logged (info) and treated as success, as upstream
+ *   does;
+ * - otherwise it is created.
+ * The overlap is read from the catalog (each partition's bound) before anything is created,
+ * rather than learned from a failed CREATE: a failed statement writes an ERROR line to the server
+ * log, and a normal start must leave none there for operators to chase. Only a partition made
+ * meanwhile by something that does not take our advisory lock (a hand-written CREATE) can still
+ * make the CREATE fail; that failure is treated the same way.
  *
  * Design choice for this project (catch-all split): the initial schema ends in a catch-all
  * `<table>_p_future` (2026-07-01 → MAXVALUE). Taken literally, the rule above means every month
  * from July 2026 on lands in that one partition forever, and monthly partitioning silently stops.
- * So when the overlapping partition is the catch-all (upper bound MAXVALUE, month-aligned lower
+ * So when the covering partition is the catch-all (upper bound MAXVALUE, month-aligned lower
  * bound at or before the target) **and it holds no rows**, the manager splits it instead, in one
  * transaction and under lock: drop the empty catch-all, create the monthly partitions from its
  * old lower bound through the target month, and re-create the catch-all above them. No row moves,
@@ -103,8 +109,8 @@ export function monthlyPartition(table: string, year: number, month: number): Mo
 }
 
 /**
- * Creates `<table>_p<suffix>` for [from, to) unless a partition of that name exists. An
- * overlap with an existing partition is success (`covered`), or a split of the empty catch-all.
+ * Creates `<table>_p<suffix>` for [from, to) unless a partition of that name exists. A range an
+ * existing partition already covers is success (`covered`), or a split of the empty catch-all.
  * A lock timeout is `skipped`: the range stays where it is today and the next run retries.
  */
 export async function ensurePartition(
@@ -124,38 +130,43 @@ export async function ensurePartition(
   }
   const name = `${table}_p${suffix}`;
   try {
-    const created = await inDdlTransaction(db, (trx) => createIfMissing(trx, table, name, from, to));
-    return created ? { outcome: 'created', created: [name] } : { outcome: 'exists', created: [] };
+    return await inDdlTransaction(db, (trx) => createSplitOrCover(trx, table, name, from, to, log));
   } catch (error) {
-    if (isOverlapError(error)) return splitOrCover(db, table, name, from, to, error, log);
-    if (pgCode(error) === LOCK_NOT_AVAILABLE) return skipped(name, error, log);
+    // The catalog said the range was free and the name unused, so a partition appeared after
+    // that read without taking our advisory lock; it holds the range now, as it would have if
+    // it had come first.
+    if (isOverlapError(error)) return covered(name, from, to, errorMessage(error), log);
     if (pgCode(error) === DUPLICATE_TABLE) return { outcome: 'exists', created: [] };
+    if (pgCode(error) === LOCK_NOT_AVAILABLE) return skipped(name, error, log);
     throw error;
   }
 }
 
-async function splitOrCover(
-  db: Kysely<any>,
+/** Runs under the advisory lock, so no other manager changes the partitions between its reads and its DDL. */
+async function createSplitOrCover(
+  trx: Transaction<any>,
   table: PartitionedTable,
   name: string,
   from: string,
   to: string,
-  overlap: unknown,
   log: Log,
 ): Promise<EnsurePartitionResult> {
-  let split: string[] | null;
-  try {
-    split = await inDdlTransaction(db, (trx) => trySplitCatchAll(trx, table, name, from, to, log));
-  } catch (error) {
-    if (pgCode(error) === LOCK_NOT_AVAILABLE) return skipped(name, error, log);
-    throw error;
+  if (await relationExists(trx, name)) return { outcome: 'exists', created: [] };
+  const overlap = await findOverlap(trx, table, from, to);
+  if (overlap === null) {
+    await createPartition(trx, table, name, from, to);
+    return { outcome: 'created', created: [name] };
   }
-  if (split === null) {
-    log(`partition ${name} not created: ${errorMessage(overlap)}; the existing partition covers ${from} → ${to}`);
-    return { outcome: 'covered', created: [] };
+  if (overlap.catchAll && isSplittable(overlap, from)) {
+    const split = await splitIfEmpty(trx, table, overlap, to, log);
+    if (split !== null) return { outcome: 'split', created: split };
   }
-  // [] means another pod created the partition between our two transactions.
-  return split.length > 0 ? { outcome: 'split', created: split } : { outcome: 'exists', created: [] };
+  return covered(name, from, to, `it would overlap partition "${overlap.name}"`, log);
+}
+
+function covered(name: string, from: string, to: string, reason: string, log: Log): EnsurePartitionResult {
+  log(`partition ${name} not created: ${reason}; the existing partition covers ${from} → ${to}`);
+  return { outcome: 'covered', created: [] };
 }
 
 function skipped(name: string, error: unknown, log: Log): EnsurePartitionResult {
@@ -206,35 +217,42 @@ async function createIfMissing(
   to: string | null,
 ): Promise<boolean> {
   if (await relationExists(trx, name)) return false;
-  await sql`
-    CREATE TABLE ${sql.id(name)} PARTITION OF ${sql.id(table)}
-      FOR VALUES FROM (${utcBound(from)}) TO (${to === null ? sql.raw('MAXVALUE') : utcBound(to)})
-  `.execute(trx);
+  await createPartition(trx, table, name, from, to);
   return true;
 }
 
-interface CatchAll {
-  readonly name: string;
-  /** Lower bound as an ISO instant, or null when it is MINVALUE or unparsable. */
-  readonly lower: Date | null;
-}
-
-/**
- * Splits the catch-all when it is empty and starts on a month boundary at or before `from`.
- * Returns the partitions created ([] when `name` appeared meanwhile), or null when the
- * catch-all cannot be split.
- */
-async function trySplitCatchAll(
+async function createPartition(
   trx: Transaction<any>,
   table: PartitionedTable,
   name: string,
   from: string,
+  to: string | null,
+): Promise<void> {
+  await sql`
+    CREATE TABLE ${sql.id(name)} PARTITION OF ${sql.id(table)}
+      FOR VALUES FROM (${utcBound(from)}) TO (${to === null ? sql.raw('MAXVALUE') : utcBound(to)})
+  `.execute(trx);
+}
+
+interface Overlap {
+  readonly name: string;
+  /** Lower bound as an ISO instant, or null when it is MINVALUE. */
+  readonly lower: Date | null;
+  /** The upper bound is MAXVALUE. */
+  readonly catchAll: boolean;
+}
+
+/**
+ * Splits the catch-all when it holds no rows: returns the partitions created, or null (logged)
+ * when it holds rows. The caller checked that it starts on a month boundary at or before the target.
+ */
+async function splitIfEmpty(
+  trx: Transaction<any>,
+  table: PartitionedTable,
+  catchAll: Overlap & { lower: Date },
   to: string,
   log: Log,
 ): Promise<string[] | null> {
-  if (await relationExists(trx, name)) return [];
-  const catchAll = await findCatchAll(trx, table);
-  if (catchAll === null || !isSplittable(catchAll, from)) return null;
   // Parent first, then the partition: the order DML takes them in. With both held, no
   // insert (through the parent or straight into the partition) can land while we check.
   await sql`LOCK TABLE ONLY ${sql.id(table)}, ONLY ${sql.id(catchAll.name)} IN ACCESS EXCLUSIVE MODE`.execute(trx);
@@ -248,7 +266,7 @@ async function trySplitCatchAll(
 async function splitEmptyCatchAll(
   trx: Transaction<any>,
   table: PartitionedTable,
-  catchAll: { name: string; lower: Date },
+  catchAll: Overlap & { lower: Date },
   to: string,
   log: Log,
 ): Promise<string[]> {
@@ -264,7 +282,7 @@ async function splitEmptyCatchAll(
   return created;
 }
 
-function isSplittable(catchAll: CatchAll, from: string): catchAll is CatchAll & { lower: Date } {
+function isSplittable(catchAll: Overlap, from: string): catchAll is Overlap & { lower: Date } {
   const lower = catchAll.lower;
   if (lower === null) return false;
   const monthAligned =
@@ -276,20 +294,31 @@ function isSplittable(catchAll: CatchAll, from: string): catchAll is CatchAll & 
   return monthAligned && toDateString(lower) <= from;
 }
 
-/** The partition of `table` whose upper bound is MAXVALUE, with its lower bound. */
-async function findCatchAll(trx: Transaction<any>, table: PartitionedTable): Promise<CatchAll | null> {
-  // pg_get_expr renders the bound as "FOR VALUES FROM ('<timestamptz>') TO (MAXVALUE)" in this
-  // session's TimeZone/DateStyle; casting it back in the same session reads it correctly.
-  const { rows } = await sql<{ name: string; lower: Date | null }>`
-    SELECT c.relname AS name,
-           (regexp_match(pg_get_expr(c.relpartbound, c.oid),
-                         '^FOR VALUES FROM \\(''([^'']+)''\\) TO \\(MAXVALUE\\)$'))[1]::timestamptz AS lower
-      FROM pg_inherits i
-      JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent = ${table}::regclass
-       AND pg_get_expr(c.relpartbound, c.oid) LIKE '% TO (MAXVALUE)'
+/**
+ * The partition of `table` that a partition for [from, to) would overlap (the lowest, should
+ * several), or null when the range is free. A DEFAULT partition has no range and is not counted:
+ * Postgres does not refuse a CREATE because of it.
+ */
+async function findOverlap(trx: Transaction<any>, table: PartitionedTable, from: string, to: string): Promise<Overlap | null> {
+  // pg_get_expr renders the bound as "FOR VALUES FROM ('<timestamptz>'|MINVALUE) TO (...|MAXVALUE)"
+  // in this session's TimeZone/DateStyle; casting it back in the same session reads it correctly.
+  // Reading pg_inherits with the statement's snapshot (taken after the advisory lock) sees every
+  // partition another manager committed while we waited.
+  const { rows } = await sql<Overlap>`
+    SELECT p.name, p.lower, p.upper IS NULL AS "catchAll"
+      FROM (SELECT c.relname AS name, b[1]::timestamptz AS lower, b[2]::timestamptz AS upper
+              FROM pg_inherits i
+              JOIN pg_class c ON c.oid = i.inhrelid
+             CROSS JOIN LATERAL regexp_match(
+                     pg_get_expr(c.relpartbound, c.oid),
+                     '^FOR VALUES FROM \\((?:''([^'']+)''|MINVALUE)\\) TO \\((?:''([^'']+)''|MAXVALUE)\\)$') AS m(b)
+             WHERE i.inhparent = ${table}::regclass AND m.b IS NOT NULL) p
+     WHERE coalesce(p.lower, '-infinity') < ${utcBound(to)}::timestamptz
+       AND coalesce(p.upper, 'infinity') > ${utcBound(from)}::timestamptz
+     ORDER BY p.lower NULLS FIRST
+     LIMIT 1
   `.execute(trx);
-  return rows.length === 1 ? { name: rows[0].name, lower: rows[0].lower } : null;
+  return rows[0] ?? null;
 }
 
 /**
