@@ -1,5 +1,5 @@
 /**
- * `buzz-relay/database`: the read path as a library for other Nest services (docs/library.md).
+ * `@buzz-relay/read-path`: the read path as a library for Nest services (README.md beside this package).
  * The read path as one module (ReadPathModule) and its four modules with their options, the RoutedReader and what its reads take and throw, the
  * typed database errors and the filter that answers them, the `buzz_db_*` metric families, and
  * the schema types. Nothing here reads the relay's configuration or registers a relay metric.

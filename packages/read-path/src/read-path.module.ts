@@ -4,7 +4,7 @@
  * RoutedReaderModule from one option set, so what two of them must agree on is said once: the
  * reader pool size (the history-read gate's permits follow `database.readPoolSize`, or its
  * default) and the tenant share (`routing.tenantSharePercent` divides both read gates). The four
- * stay importable one by one for an app that wires them itself (docs/library.md).
+ * stay importable one by one for an app that wires them itself (the package README).
  */
 import { DynamicModule, InjectionToken, Module, ModuleMetadata, OptionalFactoryDependency } from '@nestjs/common';
 import { DatabaseModule } from './database/database.module.js';

@@ -56,7 +56,7 @@ interface WsClient {
  * A DatabaseError without an answer is a 500 whose cause is logged, never sent. The library binds
  * nothing: an app binds it (`{ provide: APP_FILTER, useClass: DatabaseErrorFilter }`, or
  * `app.useGlobalFilters(new DatabaseErrorFilter())`, after any catch-all filter of its own), or a
- * controller or gateway with `@UseFilters(DatabaseErrorFilter)` (docs/library.md).
+ * controller or gateway with `@UseFilters(DatabaseErrorFilter)` (the package README).
  */
 @Catch(DatabaseError)
 export class DatabaseErrorFilter implements ExceptionFilter<DatabaseError> {

@@ -2,7 +2,7 @@
  * What DatabaseModule needs, and nothing of the relay's configuration: the two connection
  * strings, the pool sizes, the writer session's timeouts and the two jobs an importer opts into
  * (the relay's migrations and its monthly `events` partitions). The relay maps its AppConfig onto
- * this (src/relay-database.modules.ts); another service writes it by hand (docs/library.md).
+ * this (src/relay-database.modules.ts); another service writes it by hand (the package README).
  */
 import { rootModuleBuilder } from '../common/root-module-builder.js';
 
