@@ -84,6 +84,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     return this.options.writerUrl;
   }
 
+  /** The reader's connection string, if any (the replica fence checks its role's grants). */
+  get readerUrl(): string | undefined {
+    return this.options.readerUrl;
+  }
+
   /**
    * Work to run at the end of start, after the migration decision, in registration order (the
    * fence probe's boot gate, the relay's ban listener). Registered from a constructor, it runs

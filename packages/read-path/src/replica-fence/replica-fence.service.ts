@@ -11,6 +11,7 @@ import { endPool } from '../database/pools.js';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { datastoreSpan } from '../metrics/datastore-span.js';
 import { probeOnce, ProbeError, ProbeSample, rotateEpoch } from './fence-probe.js';
+import { checkFencePrivileges, connectionRole, type FencePrivilegeReport, fencePrivilegeShortfall } from './fence-privileges.js';
 import { verifyFloorGuardBehavior, verifyFloorGuardCatalog } from './floor-guard-verifier.js';
 import { ProbeFailureLog } from './probe-failure-log.js';
 import { createProbePool } from './probe-pool.js';
@@ -96,6 +97,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
       this.logger.warn('replica fence probe off (probe: false): no freshness proof in this process, so every routed read is served by the writer');
       return false;
     }
+    await this.checkPrivileges().catch((err: unknown) => this.logger.warn({ err }, 'replica fence privilege check failed; starting the probe anyway'));
     try {
       await this.verifyFloorGuard();
     } catch (err) {
@@ -106,6 +108,27 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     this.state = 'running';
     this.schedule(0);
     return true;
+  }
+
+  /**
+   * Asks the writer's catalog for what the probe, the floor-guard self-test and a routed read's
+   * proof need, and logs one error naming each missing privilege and its role. Returns what is
+   * missing (undefined when nothing is). The probe still starts: a later GRANT opens the fence.
+   */
+  async checkPrivileges(): Promise<string | undefined> {
+    const readerUrl = this.db.readerUrl;
+    const client = await this.db.acquireWriter('bootstrap');
+    let report: FencePrivilegeReport;
+    try {
+      report = await checkFencePrivileges(client, readerUrl === undefined ? undefined : connectionRole(readerUrl));
+      client.release();
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    const shortfall = fencePrivilegeShortfall(report);
+    if (shortfall) this.logger.error(`ReplicaFenceModule cannot open the fence: ${shortfall}. Until then every routed read is served by the writer`);
+    return shortfall;
   }
 
   async verifyFloorGuard(): Promise<void> {
