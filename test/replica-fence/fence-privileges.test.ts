@@ -1,7 +1,8 @@
 /**
  * The fence's start-up privilege check (issue 30) on the real writer + replica: an app role with
  * an ordinary app's grants but not what the fence needs is named, with what it lacks, in one
- * error line in the library's words, and its routed reads are served by the writer.
+ * error line in the library's words, and its routed reads are served by the writer; with
+ * `required`, start-up rejects instead, saying why.
  */
 import { randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
@@ -9,7 +10,9 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { sql } from 'kysely';
 import type { Pool } from 'pg';
+import { REPLICA_FLOOR_LOCK_KEY } from '../../packages/read-path/src/database/constants.js';
 import { ReadPathModule, type ReadPathModuleOptions } from '../../packages/read-path/src/read-path.module.js';
+import { ReplicaFenceStartError } from '../../packages/read-path/src/replica-fence/replica-fence-start-error.js';
 import { ReplicaFenceService } from '../../packages/read-path/src/replica-fence/replica-fence.service.js';
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { RoutedReader } from '../../packages/read-path/src/routing/routed-reader.service.js';
@@ -130,6 +133,62 @@ describe('the start-up privilege check names what the fence lacks', () => {
     const errors = await errorsLoggedBy(async () => (app = await startReadPath({ writerUrl: as(db.writerUrl, role), readerUrl: as(db.readerUrl, role) })));
     expect(errors).toEqual([]);
     const routed = app!.get(RoutedReader);
+    await routed.whenReplicaServing(20_000);
+    expect(await servedBy(routed)).toBe('replica');
+  });
+});
+
+describe('required: start-up fails when the fence cannot open, saying why', () => {
+  /** init's rejection; the app is closed by afterAll like the others. */
+  const initFailure = (options: Parameters<typeof startReadPath>[0]) => startReadPath(options).then(() => 'started', (err: unknown) => err);
+
+  it('a role without pg_monitor: init rejects naming it', async () => {
+    const role = await appRole();
+    const err = await initFailure({ writerUrl: as(db.writerUrl, role), readerUrl: as(db.readerUrl, role), fence: { probe: true, required: true } });
+    expect(err).toBeInstanceOf(ReplicaFenceStartError);
+    expect((err as Error).message).toBe(
+      `ReplicaFenceModule required: the fence cannot open: role "${role}" (DatabaseModule writerUrl) lacks pg_monitor (the probe must see every session in pg_stat_activity)`,
+    );
+  });
+
+  it('no proof within firstProofTimeoutMs (the floor lock held elsewhere): init rejects with the last beat\'s failure', async () => {
+    const holder = await admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
+      const err = await initFailure({ writerUrl: db.writerUrl, readerUrl: db.readerUrl, fence: { probe: true, required: true, firstProofTimeoutMs: 2500 } });
+      expect(err).toBeInstanceOf(ReplicaFenceStartError);
+      expect((err as Error).message).toMatch(/^ReplicaFenceModule required: no proof within firstProofTimeoutMs 2500; the last beat failed \(lock_timeout\): /);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
+  it('no reader: init rejects naming the option', async () => {
+    const err = await initFailure({ writerUrl: db.writerUrl, fence: { probe: true, required: true } });
+    expect((err as Error).message).toBe('ReplicaFenceModule required: DatabaseModule readerUrl is not set: there is no replica to prove');
+  });
+
+  it('an unverified floor guard: init rejects with the verifier\'s finding', async () => {
+    const broken = await createTestDatabase();
+    const pool = adminPool(broken.writerUrl);
+    try {
+      await pool.query('drop trigger events_created_at_floor on events');
+      const err = await initFailure({ writerUrl: broken.writerUrl, readerUrl: broken.readerUrl, fence: { probe: true, required: true } });
+      expect((err as Error).message).toMatch(/^ReplicaFenceModule required: the floor guard could not be verified: floor guard trigger events_created_at_floor missing or mis-shaped on: .*events/);
+    } finally {
+      await apps.pop()!.close();
+      await pool.end();
+      await broken.drop();
+    }
+  });
+
+  it('what the fence needs, granted: init resolves with a proof already made, and routed reads are served by the replica', async () => {
+    const role = await appRole('grant pg_monitor to $role');
+    const app = await startReadPath({ writerUrl: as(db.writerUrl, role), readerUrl: as(db.readerUrl, role), fence: { probe: true, required: true } });
+    expect(app.get(ReplicaFenceService).ring.newest()).toBeDefined();
+    const routed = app.get(RoutedReader);
     await routed.whenReplicaServing(20_000);
     expect(await servedBy(routed)).toBe('replica');
   });

@@ -34,6 +34,7 @@ export { ReplicaFenceModule } from './replica-fence/replica-fence.module.js';
 export { REPLICA_FENCE_OPTIONS } from './replica-fence/replica-fence.options.js';
 export type { ReplicaFenceModuleOptions } from './replica-fence/replica-fence.options.js';
 export { ReplicaFenceService } from './replica-fence/replica-fence.service.js';
+export { ReplicaFenceStartError } from './replica-fence/replica-fence-start-error.js';
 export type { FenceState } from './replica-fence/replica-fence.service.js';
 export { minReadBudgetMs } from './replica-fence/replica-fence.constants.js';
 

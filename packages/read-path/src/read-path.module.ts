@@ -18,7 +18,11 @@ import type { RoutedReaderModuleOptions } from './routing/routed-reader.options.
 export interface ReadPathModuleOptions {
   /** The pools and the opt-in jobs (DatabaseModule). `readPoolSize` also sizes the history-read gate. */
   readonly database: DatabaseModuleOptions;
-  /** The fence probe (ReplicaFenceModule); default `{ probe: true }`: this process proves the replica's freshness itself. */
+  /**
+   * The fence probe (ReplicaFenceModule); default `{ probe: true }`: this process proves the
+   * replica's freshness itself. `{ probe: true, required: true }` makes start-up fail when the
+   * fence cannot open instead of serving every routed read from the writer.
+   */
   readonly fence?: ReplicaFenceModuleOptions;
   /** The staleness budget and the writer-read caps (RoutedReaderModule). `tenantSharePercent` also divides the history-read gate. */
   readonly routing: RoutedReaderModuleOptions;

@@ -17,7 +17,8 @@ import { ProbeFailureLog } from './probe-failure-log.js';
 import { createProbePool } from './probe-pool.js';
 import { ProofRing } from './proof-ring.js';
 import { PROBE_INTERVAL_DEFAULT_MS, PROBE_INTERVAL_MAX_MS, PROBE_INTERVAL_MIN_MS } from './replica-fence.constants.js';
-import { FENCE_METRICS_INTERVAL_DEFAULT_SECS, REPLICA_FENCE_OPTIONS } from './replica-fence.options.js';
+import { FENCE_METRICS_INTERVAL_DEFAULT_SECS, FIRST_PROOF_TIMEOUT_DEFAULT_MS, REPLICA_FENCE_OPTIONS } from './replica-fence.options.js';
+import { ReplicaFenceStartError } from './replica-fence-start-error.js';
 import type { ReplicaFenceModuleOptions } from './replica-fence.options.js';
 
 export type FenceState = 'disabled' | 'unverified' | 'running' | 'stopped';
@@ -35,6 +36,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
   private running: Promise<void> | undefined;
   private readonly beatWaiters = new Set<() => void>();
   private probe: Pool | undefined;
+  private lastFailure: ProbeError | undefined;
   /** Beat interval, ms. */
   readonly probeIntervalMs: number;
 
@@ -46,6 +48,10 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_DEFAULT_MS;
     if (!Number.isInteger(this.probeIntervalMs) || this.probeIntervalMs < PROBE_INTERVAL_MIN_MS || this.probeIntervalMs > PROBE_INTERVAL_MAX_MS) {
       throw new RangeError(`ReplicaFenceModule: probeIntervalMs must be an integer in ${PROBE_INTERVAL_MIN_MS}..${PROBE_INTERVAL_MAX_MS}, got ${this.probeIntervalMs}`);
+    }
+    const firstProof = options.firstProofTimeoutMs;
+    if (firstProof !== undefined && (!Number.isInteger(firstProof) || firstProof <= 0)) {
+      throw new RangeError(`ReplicaFenceModule: firstProofTimeoutMs must be a positive integer, got ${firstProof}`);
     }
     db.afterStart(() => this.spawn());
   }
@@ -85,29 +91,55 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
   /**
    * §4.1: returns true when the probe loop was started. Called at the end of DatabaseService's
    * start, after the migration decision. Failures are logged; the fence stays closed. Without a
-   * probe (none asked for, or no reader) the log says where routed reads go.
+   * probe (none asked for, or no reader) the log says where routed reads go. With `required`,
+   * a fence that cannot open rejects instead (ReplicaFenceStartError), and so does start-up.
    */
   async spawn(): Promise<boolean> {
     this.startSampler();
     if (!this.db.hasReader) {
       this.logger.log('no reader configured: every routed read is served by the writer');
-      return false;
+      return this.refuse('DatabaseModule readerUrl is not set: there is no replica to prove');
     }
     if (!this.options.probe) {
       this.logger.warn('replica fence probe off (probe: false): no freshness proof in this process, so every routed read is served by the writer');
-      return false;
+      return this.refuse('ReplicaFenceModule probe is off: no proof exists in this process');
     }
-    await this.checkPrivileges().catch((err: unknown) => this.logger.warn({ err }, 'replica fence privilege check failed; starting the probe anyway'));
+    const shortfall = await this.checkPrivileges().catch((err: unknown) => {
+      if (this.options.required) throw new ReplicaFenceStartError(`the privilege check failed: ${String(err)}`, { cause: err });
+      this.logger.warn({ err }, 'replica fence privilege check failed; starting the probe anyway');
+      return undefined;
+    });
+    if (shortfall && this.options.required) throw new ReplicaFenceStartError(`the fence cannot open: ${shortfall}`);
     try {
       await this.verifyFloorGuard();
     } catch (err) {
       this.state = 'unverified';
+      if (this.options.required) throw new ReplicaFenceStartError(`the floor guard could not be verified: ${(err as Error).message}`, { cause: err });
       this.logger.error({ err }, 'replica fence floor guard verification failed; fence stays closed and routed reads use the writer');
       return false;
     }
     this.state = 'running';
     this.schedule(0);
+    if (this.options.required) await this.firstProof();
     return true;
+  }
+
+  /** Without `required`: false (the caller has logged why). With it: rejects, saying why. */
+  private refuse(reason: string): false {
+    if (this.options.required) throw new ReplicaFenceStartError(reason);
+    return false;
+  }
+
+  /** `required`: waits for the first proof; without one in time, stops the probe and rejects with the last beat's failure. */
+  private async firstProof(): Promise<void> {
+    const within = this.options.firstProofTimeoutMs ?? FIRST_PROOF_TIMEOUT_DEFAULT_MS;
+    try {
+      await this.waitForBeats(1, within);
+    } catch {
+      await this.beforeApplicationShutdown();
+      const last = this.lastFailure;
+      throw new ReplicaFenceStartError(`no proof within firstProofTimeoutMs ${within}${last ? `; the last beat failed (${last.kind}): ${last.message}` : ''}`, { cause: last });
+    }
   }
 
   /**
@@ -210,6 +242,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
 
   /** Seed 001's warning: its field names, snake_case, exactly (log alerts key on them). */
   private onFailure(err: ProbeError, phases: Record<string, number>): void {
+    this.lastFailure = err;
     const { consecutiveFailures, warn } = this.failures.failed(performance.now());
     if (!warn) return;
     const age = this.ring.heartbeatAgeMs();
