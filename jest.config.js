@@ -13,7 +13,7 @@ const common = {
     // The read-path package from its sources, as tsconfig.json's paths type it: a test that reaches
     // into the package by a relative path and the relay's import by name load one module.
     '^@buzz-relay/read-path$': '<rootDir>/packages/read-path/src/index.ts',
-    '^@buzz-relay/read-path/internal$': '<rootDir>/packages/read-path/src/internal.ts',
+    '^@buzz-relay/read-path/(internal|terminus)$': '<rootDir>/packages/read-path/src/$1.ts',
   },
   transform: { '^.+\\.ts$': tsJest },
 };

@@ -96,6 +96,13 @@ describe('@buzz-relay/read-path: import graph', () => {
     expect(reaching.map((f) => relative(REPO, f))).toEqual([]);
   });
 
+  it('never loads @nestjs/terminus (an optional peer) from the main entry: the health indicator has its own, ./terminus', () => {
+    const loadsTerminus = (entry: string) => [...closureOf(entry)].filter((f) => /from '@nestjs\/terminus'/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+    expect(loadsTerminus(join(SRC, 'index.ts'))).toEqual([]);
+    expect(loadsTerminus(join(SRC, 'internal.ts'))).toEqual([]);
+    expect(loadsTerminus(join(SRC, 'terminus.ts'))).toEqual(['read-path.health.ts']);
+  });
+
   it('the four layers import one way: routing → replica-fence, history-reads → database, never back', () => {
     const edges = new Set<string>();
     for (const layer of LAYERS) {

@@ -20,7 +20,7 @@ export interface ReplicaFenceModuleOptions {
    * Refuse to start without an open fence. With it, start-up (`app.init()`, `listen()`,
    * `createApplicationContext`) rejects with a ReplicaFenceStartError saying why when there is no
    * reader (`DatabaseModule` `readerUrl`), `probe` is off, a role lacks a privilege the fence
-   * needs (docs/library.md, "Privileges"), the floor guard cannot be verified, or the probe has
+   * needs (README, "Privileges"), the floor guard cannot be verified, or the probe has
    * made no proof within `firstProofTimeoutMs`. Default false: the reason is logged once and
    * every routed read is served by the writer until the fence opens (a later GRANT is picked up
    * by the running probe).
