@@ -1,5 +1,5 @@
 /**
- * A normal start leaves no ERROR line in Postgres's server log (issue 30): migrations to latest
+ * A normal start leaves no ERROR line in Postgres's server log: migrations to latest
  * plus the partition manager, on a fresh database and again on the migrated one. Operators and
  * library importers read that log, and an ERROR there on every start looks like a fault.
  *

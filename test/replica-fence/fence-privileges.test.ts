@@ -1,5 +1,5 @@
 /**
- * The fence's start-up privilege check (issue 30) on the real writer + replica: an app role with
+ * The fence's start-up privilege check on the real writer + replica: an app role with
  * an ordinary app's grants but not what the fence needs is named, with what it lacks, in one
  * error line in the library's words, and its routed reads are served by the writer; with
  * `required`, start-up rejects instead, saying why.

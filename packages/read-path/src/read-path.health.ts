@@ -1,7 +1,7 @@
 /**
- * The read path's `@nestjs/terminus` health indicator (issue 30). It lives apart from the
- * the main entry entry, behind its own (`@buzz-relay/read-path/terminus`), so an app without terminus
- * never loads it: terminus is an optional peer dependency.
+ * The read path's `@nestjs/terminus` health indicator. It lives apart from the main entry, behind
+ * its own (`@buzz-relay/read-path/terminus`), so an app without terminus never loads it: terminus
+ * is an optional peer dependency.
  */
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';

@@ -1,5 +1,5 @@
 /**
- * The start-up privilege check of the replica fence (issue 30): what the probe's SQL
+ * The start-up privilege check of the replica fence: what the probe's SQL
  * (fence-probe.ts), the floor-guard self-test (floor-guard-verifier.ts) and a routed read's proof
  * (routing/reader-tx.ts) need, asked of the catalog with `has_*_privilege` and `pg_has_role` (no
  * statement that fails, so nothing lands in Postgres's log). Without these the fence never opens
