@@ -12,7 +12,7 @@ import pg, { DatabaseError } from 'pg';
 import { CallbackQueryClient } from '../../packages/read-path/src/database/callback-query-client.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
-const BUILT = path.resolve(import.meta.dirname, '../../dist/src/database/callback-query-client.js');
+const BUILT = path.resolve(import.meta.dirname, '../../packages/read-path/dist/src/database/callback-query-client.js');
 
 /** Twenty rows shaped like a history page: hex ids, pubkeys and signatures, tags, content. */
 const PAGE_SQL = `select encode(sha256(i::text::bytea), 'hex') as id, encode(sha256((i + 1)::text::bytea), 'hex') as pubkey,
