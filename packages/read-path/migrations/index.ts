@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely';
+import type { Kysely } from 'kysely';
 
 import * as m0001 from './0001_gen_random_uuid.js';
 import * as m0002 from './0002_communities.js';
@@ -30,6 +30,12 @@ import * as m0023 from './0023_channel_group_ids.js';
  * are zero-padded so that order is the numeric one. Append new migrations; never rename or
  * reorder applied ones (the names are recorded in `kysely_migration`).
  */
+/** One migration: the shape Kysely's Migrator runs (declared here: kysely 0.29 moved its own to `kysely/migration`). */
+export interface Migration {
+  up(db: Kysely<any>): Promise<void>;
+  down?(db: Kysely<any>): Promise<void>;
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_gen_random_uuid': m0001,
   '0002_communities': m0002,
