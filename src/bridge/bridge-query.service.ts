@@ -39,6 +39,8 @@ import { SearchService } from '../events/search.service.js';
 import { eventHeapBytes } from '../events/stored-event.js';
 import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
 import { PresenceService, PresenceUnavailableError } from '../redis/presence.service.js';
+import { threadSummaryOverlay, windowBoundsOverlay } from '../threads/thread-overlays.js';
+import { threadSummaries } from '../threads/thread-summaries.js';
 
 export { AUX_KINDS, AUX_SECOND_HOP_KINDS };
 const BRANCH_ORDER: readonly Branch[] = ['search', 'presence', 'window', 'feed', 'thread', 'catchall'];
@@ -186,16 +188,13 @@ export class BridgeQueryService {
   }
 
   private boundsOverlay(channelId: string, cursor: { until: number; beforeId: string } | undefined, rows: NostrEvent[], hasMore: boolean, repliesInChannel: boolean): NostrEvent {
-    const last = rows[rows.length - 1];
-    const next = hasMore && last ? { created_at: last.created_at, id: last.id } : null;
-    const position = cursor ? `${cursor.until}:${cursor.beforeId}` : 'head';
-    return this.signer.sign({
-      kind: 39006,
-      tags: [
-        ['d', `${channelId}:${position}`],
-        ['h', channelId],
-      ],
-      content: JSON.stringify({ has_more: next !== null, next_cursor: next, thread_replies_in_channel: repliesInChannel }),
+    return windowBoundsOverlay(this.signer, {
+      anchor: channelId,
+      position: cursor && `${cursor.until}:${cursor.beforeId}`,
+      channelId,
+      hasMore,
+      last: rows[rows.length - 1],
+      content: (bounds) => ({ ...bounds, thread_replies_in_channel: repliesInChannel }),
     });
   }
 
@@ -209,18 +208,9 @@ export class BridgeQueryService {
   }
 
   private async summaries(communityId: string, rows: NostrEvent[], channelId: string, run: Runner): Promise<NostrEvent[]> {
-    const found = await run((db) => this.reads.threadSummaries(db, communityId, rows));
-    return found.map((s) =>
-      this.signer.sign({
-        kind: 39005,
-        tags: [
-          ['e', s.rootId],
-          ['d', s.rootId],
-          ['h', channelId],
-        ],
-        content: JSON.stringify({ reply_count: s.replyCount, descendant_count: s.descendantCount, last_reply_at: s.lastReplyAt, participants: s.participants }),
-      }),
-    );
+    const roots = rows.map((r) => ({ id: r.id, createdAt: r.created_at }));
+    const found = await run((db) => threadSummaries(db, communityId, roots, { repliedOnly: true }));
+    return found.map((s) => threadSummaryOverlay(this.signer, s, channelId));
   }
 
   private async feeds(reader: BridgeReader, scope: ReadScope, f: NostrFilter): Promise<NostrEvent[]> {

@@ -24,14 +24,6 @@ export interface WindowQuery {
   readonly reader: string;
 }
 
-export interface ThreadSummary {
-  readonly rootId: string;
-  readonly replyCount: number;
-  readonly descendantCount: number;
-  readonly lastReplyAt: number | null;
-  readonly participants: string[];
-}
-
 @Injectable()
 export class BridgeReadsRepository {
   /** One page of top-level channel rows (plus one sentinel row for has_more). */
@@ -84,31 +76,6 @@ export class BridgeReadsRepository {
       after = { at: last.created_at, id: last.id };
     }
     return out;
-  }
-
-  async threadSummaries(db: Kysely<DB>, communityId: string, rows: readonly NostrEvent[]): Promise<ThreadSummary[]> {
-    if (rows.length === 0) return [];
-    const { rows: found } = await sql<{ root: Buffer; reply_count: number; descendant_count: number; last_reply_at: string | null; participants: string[] | null }>`
-      select t.event_id as root, t.reply_count, t.descendant_count,
-             extract(epoch from t.last_reply_at)::bigint as last_reply_at,
-             (select array_agg(p.pk) from (
-                select encode(r.pubkey, 'hex') as pk, max(r.created_at) as latest
-                  from thread_metadata d join events r
-                    on r.community_id = d.community_id and r.created_at = d.event_created_at and r.id = d.event_id
-                 where d.community_id = t.community_id and d.root_event_id = t.event_id and r.deleted_at is null
-                 group by r.pubkey order by latest desc limit 10) p) as participants
-        from thread_metadata t
-       where t.community_id = ${communityId}::uuid
-         and (t.event_created_at, t.event_id) in (select to_timestamp(u.at), decode(u.id, 'hex')
-                                                  from unnest(${rows.map((r) => r.created_at)}::bigint[], ${rows.map((r) => r.id)}::text[]) as u(at, id))
-         and t.descendant_count > 0`.execute(db);
-    return found.map((r) => ({
-      rootId: r.root.toString('hex'),
-      replyCount: r.reply_count,
-      descendantCount: r.descendant_count,
-      lastReplyAt: r.last_reply_at === null ? null : Number(r.last_reply_at),
-      participants: r.participants ?? [],
-    }));
   }
 
   /**

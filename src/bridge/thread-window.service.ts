@@ -37,6 +37,7 @@ import {
   THREAD_WINDOW_LOCK_TIMEOUT_MS,
 } from './thread-window.budget.js';
 import { ScannedRows, ThreadWindowQuery, ThreadWindowRepository, WindowCursor } from './thread-window.repository.js';
+import { windowBoundsOverlay } from '../threads/thread-overlays.js';
 
 export const AUX_TARGET_BATCH = 200;
 export const AUX_PAGE = 1000;
@@ -214,21 +215,19 @@ export class ThreadWindowService {
     return out;
   }
 
-  /** The relay-signed bounds of one window; `next_cursor` is null exactly when `has_more` is false. */
+  /** The relay-signed bounds of one window. */
   private boundsOverlay(q: ThreadWindowQuery, slice: readonly NostrEvent[], hasMore: boolean): NostrEvent {
-    const last = slice[slice.length - 1];
-    const next = hasMore && last ? { created_at: last.created_at, id: last.id } : null;
-    const position = q.cursor ? `${q.cursor.createdAt}:${q.cursor.id}` : 'head';
-    return this.signer.sign({
-      kind: 39006,
-      tags: [
-        ['d', `${q.rootId}:${position}`],
-        ['e', q.rootId],
-        ['h', q.channelId],
-      ],
-      content: JSON.stringify({ version: 1, direction: 'older', has_more: next !== null, next_cursor: next }),
+    return windowBoundsOverlay(this.signer, {
+      anchor: q.rootId,
+      position: q.cursor && `${q.cursor.createdAt}:${q.cursor.id}`,
+      channelId: q.channelId,
+      rootId: q.rootId,
+      hasMore,
+      last: slice[slice.length - 1],
+      content: (bounds) => ({ version: 1, direction: 'older', ...bounds }),
     });
   }
+
 
 }
 

@@ -269,30 +269,6 @@ export class EventWriteRepository {
     return [...roots.values()];
   }
 
-  /**
-   * A root's thread summary as the bridge's 39005 carries it (counts, last reply, the 10 latest
-   * repliers), read after the commit that changed it; undefined when the root has no thread row.
-   * A primary-key probe of the root, and the repliers from its newest 500 replies only (walked
-   * backwards on idx_thread_metadata_root_created), so a reply to a long thread costs the same as
-   * one to a short thread; that list is exact unless those 500 hold fewer than 10 authors.
-   */
-  async threadSummary(db: Tx, communityId: string, root: ThreadAnchor): Promise<{ replyCount: number; descendantCount: number; lastReplyAt: number | null; participants: string[] } | undefined> {
-    const { rows } = await sql<{ reply_count: number; descendant_count: number; last_reply_at: string | null; participants: string[] | null }>`
-      select t.reply_count, t.descendant_count, extract(epoch from t.last_reply_at)::bigint as last_reply_at,
-             (select array_agg(p.pk order by p.latest desc) from (
-                select encode(r.pubkey, 'hex') as pk, max(r.created_at) as latest
-                  from (select d.event_created_at, d.event_id from thread_metadata d
-                         where d.community_id = t.community_id and d.root_event_id = t.event_id
-                         order by d.event_created_at desc, d.event_id desc limit 500) recent
-                  join events r on r.community_id = t.community_id and r.created_at = recent.event_created_at and r.id = recent.event_id
-                 where r.deleted_at is null
-                 group by r.pubkey order by latest desc limit 10) p) as participants
-        from thread_metadata t
-       where t.community_id = ${communityId}::uuid and t.event_created_at = to_timestamp(${root.createdAt}) and t.event_id = decode(${root.id}, 'hex')`.execute(db);
-    const r = rows[0];
-    return r && { replyCount: r.reply_count, descendantCount: r.descendant_count, lastReplyAt: r.last_reply_at === null ? null : Number(r.last_reply_at), participants: r.participants ?? [] };
-  }
-
   /** The channel of the newest live version of an addressable coordinate: undefined when none. */
   async findCoordinateChannel(tx: Tx, communityId: string, c: { kind: number; pubkey: string; d: string }): Promise<string | null | undefined> {
     const { rows } = await sql<{ channel_id: string | null }>`

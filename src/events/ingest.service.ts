@@ -16,6 +16,8 @@ import { EventWriter } from './event-writer.service.js';
 import { isAddressable, isEphemeral, isKnownKind, isReplaceable, KIND, kindMetricLabel, MEMBERSHIP_NOTIFICATION_KINDS, RELAY_ONLY_KINDS } from './kinds.js';
 import { SignatureVerifier } from './signature-verifier.js';
 import { StoredEventInput, ThreadAnchor, ThreadPlacement } from './stored-event.js';
+import { threadSummaryOverlay } from '../threads/thread-overlays.js';
+import { threadSummaries } from '../threads/thread-summaries.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GroupCommandService, GroupEffect } from '../channels/group-commands.service.js';
 import { GroupStateService } from '../channels/group-state.service.js';
@@ -308,20 +310,9 @@ export class IngestService {
    */
   private async publishThreadSummaries(communityId: string, roots: ReadonlyArray<{ root: ThreadAnchor; channelId: string }>): Promise<void> {
     for (const { root, channelId } of roots) {
-      const rootId = root.id;
       try {
-        const s = await this.onWriter((db) => this.repo.threadSummary(db, communityId, root));
-        if (!s) continue;
-        const event = this.signer.sign({
-          kind: KIND.THREAD_SUMMARY,
-          tags: [
-            ['e', rootId],
-            ['d', rootId],
-            ['h', channelId],
-          ],
-          content: JSON.stringify({ reply_count: s.replyCount, descendant_count: s.descendantCount, last_reply_at: s.lastReplyAt, participants: s.participants }),
-        });
-        this.bus.publish({ communityId, event, channelId });
+        const [summary] = await this.onWriter((db) => threadSummaries(db, communityId, [root], { repliedOnly: false }));
+        if (summary) this.bus.publish({ communityId, event: threadSummaryOverlay(this.signer, summary, channelId), channelId });
       } catch {
         // The overlay is advisory; the bridge recomputes it on the next read.
       }
