@@ -52,7 +52,7 @@ export class BridgeReadsRepository {
    * cannot walk the primary key backwards hoping to stop early. The candidates come from
    * `event_refs` (one btree probe per id, then one primary-key probe per candidate), not from
    * the GIN tags index: every GIN lookup also scans the index's pending list, which took
-   * seconds per hop at 188 ids once the list had filled (docs/benchmarks.md "Long threads").
+   * seconds per hop at 188 ids once the list had filled (docs/journal/09-long-threads.md).
    * Ids the table cannot hold (anything but lowercase 64-hex) keep the seed's GIN form,
    * `tags @> any($::jsonb[])`, which answers the same containment. Each page runs under the
    * 20 s tighten-only deadline.
@@ -83,7 +83,7 @@ export class BridgeReadsRepository {
    * or reacted to since (a live event of theirs, no older than the mention, that `e`-tags it). The
    * answers are found through event_refs, which holds exactly what `tags @> [["e", <id>]]` matches
    * for a hex id: a primary-key range per mention. The containment form was planned as a test of
-   * the reader's events once per mention (docs/benchmarks.md, "The `needs_action` feed").
+   * the reader's events once per mention (docs/journal/08-session-8-faster-vm.md).
    */
   async mentions(db: Kysely<DB>, scope: ReadScope, reader: string, since: number | undefined, limit: number, unanswered: boolean): Promise<NostrEvent[]> {
     const sinceSql = since !== undefined ? sql`and m.event_created_at >= to_timestamp(${since})` : sql``;

@@ -5,7 +5,7 @@ import { Kysely, sql } from 'kysely';
  * transaction as the event row (as `event_mentions` is for `p`), so e-tag reads look ids up in
  * a btree instead of probing the GIN tags index. Every GIN lookup also scans that index's
  * pending list: with a full (dirty) list, a 188-id aux hop took seconds (seed 002 benchmark,
- * docs/benchmarks.md "Long threads").
+ * docs/journal/09-long-threads.md).
  *
  * Rows mirror the `tags @> '[["e","<id>"]]'` containment the GIN form evaluates, not NIP-01's
  * positional form, so the table answers exactly what that form answers for lowercase 64-hex ids:

@@ -6,7 +6,7 @@ import { Kysely, sql } from 'kysely';
  * by such a tag walks the rows of its value newest first and looks each event up by primary key,
  * so a page of 20 reads about 20 rows however common or rare the value is. The GIN containment
  * form read the kind index in page order and tested every row's tags: with a tag on one row in
- * twenty, about 400 rows per page (docs/benchmarks.md, "A tag index table").
+ * twenty, about 400 rows per page (docs/journal/06-session-6-tag-index-table.md).
  *
  * What is indexed (`isIndexedTagName` and `INDEXED_TAG_VALUE_MAX_BYTES` in
  * events/event-read.repository.ts say the same for the read side):
