@@ -170,7 +170,7 @@ export class ThreadWindowService {
       },
       load,
       {
-        // §3.6b: a replica lock timeout is answered like a deadline, never re-run on the writer.
+        // relay.md §3.6b: a replica lock timeout is answered like a deadline, never re-run on the writer.
         surface: (err) => err instanceof LockTimedOutError,
         // A late-authored root is not covered by the reply cursor: ask the writer.
         redo: (rows) => (rows === undefined ? 'missing_root' : undefined),

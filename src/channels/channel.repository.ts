@@ -292,7 +292,7 @@ export class ChannelRepository {
     await this.membershipLock(tx, `nip29-state:${communityId}:${channelId}`);
   }
 
-  /** A transaction-scoped advisory lock on `key`, recorded as `lock_type="membership"` (§6.3). */
+  /** A transaction-scoped advisory lock on `key`, recorded as `lock_type="membership"` (database.md §6.3). */
   private async membershipLock(tx: Kysely<DB>, key: string): Promise<void> {
     const take = () => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
     await (this.metrics ? this.metrics.advisoryLock('membership', take) : take());

@@ -62,8 +62,8 @@ export class EventWriter implements BeforeApplicationShutdown {
 
   /**
    * Runs fn in one writer transaction, with the floor lock when it touches a channel, on a
-   * checkout recorded as `event_write` (§6.2). A named transaction (`timed`) is also recorded in
-   * buzz_db_transaction_duration_seconds, from BEGIN to COMMIT or rollback (§6.3).
+   * checkout recorded as `event_write` (database.md §6.2). A named transaction (`timed`) is also recorded in
+   * buzz_db_transaction_duration_seconds, from BEGIN to COMMIT or rollback (database.md §6.3).
    */
   async transaction<T>(touchesChannel: boolean, fn: (tx: Transaction<DB>) => Promise<T>, timed?: TransactionOperation): Promise<T> {
     return this.db.withWriter('event_write', (db) => {

@@ -359,7 +359,7 @@ function idOf(raw: unknown): string | undefined {
 }
 
 /**
- * §6.3's two replacement transactions: an addressable event (kinds 30000–39999, replaced per
+ * database.md §6.3's two replacement transactions: an addressable event (kinds 30000–39999, replaced per
  * `d` tag) is `replace_addressable_event`; a replaceable one (0, 3, 10000–19999, one per pubkey
  * and kind) is `replace_parameterized_event`.
  */

@@ -47,7 +47,7 @@ export const LISTING_MAX = 500;
 export class ModerationQueueRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** One labelled writer checkout (§6.2): a command's transaction, or a lookup outside one. */
+  /** One labelled writer checkout (database.md §6.2): a command's transaction, or a lookup outside one. */
   onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter(operation, work);
   }
