@@ -225,7 +225,7 @@ export interface AppConfig {
    * `BUZZ_AUTH_VERIFY_TIMEOUT_MS` (1000..600000, default 30000): the relay's own bound on verifying
    * an AUTH that arrived in time (signature, ban, allowlist and membership lookups). Past it the
    * client gets `OK false "error: …"` and the socket closes; the 5 s AUTH deadline only measures
-   * the client (issue 17).
+   * the client.
    */
   readonly authVerifyTimeoutMs: number;
   /**

@@ -88,7 +88,7 @@ export class EventWriter implements BeforeApplicationShutdown {
 
   /**
    * A batch that needs nothing but its events rows, as ONE statement in autocommit: under load
-   * each round trip of BEGIN, lock, INSERT, COMMIT waits for a busy event loop (issue 17). It is
+   * each round trip of BEGIN, lock, INSERT, COMMIT waits for a busy event loop. It is
    * the transaction it replaces: Postgres runs a lone statement as its own transaction, so the
    * floor lock its `floor` CTE takes before the first row is held until that implicit commit, the
    * deferred floor guard runs inside that commit, and the probe's activity scan sees its

@@ -1,5 +1,5 @@
 /**
- * Single flight for identical history reads (issue 17: a reconnect storm asks a thousand times
+ * Single flight for identical history reads (a reconnect storm asks a thousand times
  * for the same recent page). Reads with the same key that arrive while one such read is still
  * waiting for its turn (a history permit, a connection, a proof) share that read: one database
  * read, its rows handed to every waiter, each of which then applies its own filter match,

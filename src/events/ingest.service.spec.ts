@@ -1,5 +1,5 @@
 /**
- * The author's restriction lookup that ingest starts beside the signature check (issue 17), with
+ * The author's restriction lookup that ingest starts beside the signature check, with
  * stand-ins for the verifier, the moderation repository and the command executors: which kinds
  * start it, that the gate applies its answer after the verdict, and what a failed lookup does.
  */

@@ -1,5 +1,5 @@
 /**
- * Admission for NIP-50 matching (database.md §2.1, the search pool; issue 20). Matching runs only
+ * Admission for NIP-50 matching (database.md §2.1, the search pool). Matching runs only
  * on the search pool, behind a FIFO permit gate with one permit per search-pool connection, so an
  * admitted search never queues inside the pool and a burst of searches cannot take more than the
  * pool. A search that waits HISTORY_PERMIT_WAIT_MS for a permit is refused the way a shed history

@@ -10,7 +10,7 @@
  * that dies fails its in-flight requests with a `worker_crashed` error (never leaves them hanging)
  * and is replaced; queued requests then run on the replacement.
  *
- * Two lanes (issue 17): `write` (EVENT and `POST /events`, NIP-98) and `auth` (NIP-42 AUTH). A
+ * Two lanes: `write` (EVENT and `POST /events`, NIP-98) and `auth` (NIP-42 AUTH). A
  * batch takes the write lane first and fills up from the auth lane, so in a reconnect storm,
  * when a thousand AUTH events queue at once, a publisher's EVENT waits for the batches already in
  * the workers, not for every AUTH queued before it. The pending bound counts both lanes.

@@ -14,7 +14,7 @@ interface Entry {
 const keyOf = (communityId: string, pubkey: string) => `${communityId}:${pubkey}`;
 
 /**
- * This pod's memory of ban states, for REQ and COUNT admission (issue 17). It is only as good as
+ * This pod's memory of ban states, so REQ and COUNT admission need no writer read. It is only as good as
  * the `buzz_bans` notifications that invalidate it, so:
  * - it keeps entries only while the ban listener is LISTENing (`trusted`); losing the listener or
  *   getting it back empties it, and admission reads the writer meanwhile;

@@ -19,12 +19,12 @@ export function handlerRefusalReason(refusal: 'share' | 'capacity'): string {
 /**
  * The global EVENT/REQ/COUNT handler budget (`BUZZ_MAX_CONCURRENT_HANDLERS`); never waits.
  *
- * Design choice (issue 17: writes never fail because of a storm): REQ and COUNT together hold at
- * most the budget, and EVENT may use a further eighth of it (at least one slot) that reads
- * never take. In a reconnect storm every client's REQ holds a slot while its history waits its
- * turn; with one shared budget, 5,000 clients took every slot and the publisher's EVENTs were
- * refused with `rate-limited: too many concurrent requests`. Carving the reserve out of the
- * budget instead refused 105 of 1,000 storm clients at the default of 1,024.
+ * Design choice (writes never fail because of a storm): REQ and COUNT together hold at most the
+ * budget, and EVENT may use a further eighth of it (at least one slot) that reads never take. In
+ * a reconnect storm every client's REQ holds a slot while its history waits its turn; with one
+ * shared budget a large storm takes every slot and the publisher's EVENTs are refused with
+ * `rate-limited: too many concurrent requests`. The reserve sits on top of the budget rather than
+ * inside it, so reads keep the whole budget (docs/adr/0001-writes-through-a-reconnect-storm.md).
  *
  * One key's REQ and COUNT handlers hold at most its share of the budget (BUZZ_KEY_SHARE_PERCENT),
  * so a key with many sockets cannot take every slot; the next one is refused at once with

@@ -1,11 +1,11 @@
 /**
- * Turns on the event loop for bulk output: history pages and live fan-out (issue 17, event-loop
- * fairness). In a reconnect storm one shared history read resolves for a thousand waiting
- * subscriptions at once; each then encoded and sent its whole page in the same microtask drain,
- * and the sockets' writes followed on the next tick, so the event loop did not read a socket for
- * 300 to 450 ms (CPU profile of a 1,000-client storm) and the publisher's `OK` waited that long.
+ * Turns on the event loop for bulk output: history pages and live fan-out. In a reconnect storm
+ * one shared history read resolves for a thousand waiting subscriptions at once; if each encoded
+ * and sent its whole page in the same microtask drain, the event loop would read no socket for
+ * hundreds of milliseconds and an `EVENT` arriving meanwhile would wait that long for its `OK`
+ * (docs/adr/0001-writes-through-a-reconnect-storm.md).
  *
- * Bulk output now queues here, one synchronous piece of work per task (a subscription's page, or
+ * So bulk output queues here, one synchronous piece of work per task (a subscription's page, or
  * one live event for one connection), first come first served. Tasks run in a `setImmediate`
  * callback until it has used SLICE_MS; then the rest wait for the next turn, so between slices
  * the event loop polls sockets and runs timers: an incoming `EVENT`, `AUTH` or `REQ` frame waits

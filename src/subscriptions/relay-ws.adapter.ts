@@ -10,12 +10,12 @@
  * because the gateway parses NIP-01 frames itself (the default binding silently drops anything
  * else).
  *
- * Turns (issue 17, event-loop fairness): completing an upgrade (the 101 answer, the WebSocket,
- * the gateway's connection and its AUTH challenge) costs the event loop a fraction of a
- * millisecond, and in a reconnect storm a thousand upgrade requests are read in one poll of the
- * sockets. Completed there, they held the loop for 200 to 290 ms at a time (event-loop delay max
- * of a 1,000-client storm), and a publisher's EVENT frame sat unread in its socket that long.
- * Admitted upgrades now complete in their own OutputTurns queue, a few milliseconds per turn, so
+ * Turns: completing an upgrade (the 101 answer, the WebSocket, the gateway's connection and its
+ * AUTH challenge) costs the event loop a fraction of a millisecond, and in a reconnect storm a
+ * thousand upgrade requests are read in one poll of the sockets. Completed there, they would hold
+ * the loop for hundreds of milliseconds, and a publisher's EVENT frame would sit unread in its
+ * socket that long (docs/adr/0001-writes-through-a-reconnect-storm.md).
+ * Admitted upgrades complete in their own OutputTurns queue, a few milliseconds per turn, so
  * the loop reads sockets between turns; what a client receives is unchanged. Upgrades waiting
  * for a turn are bounded: past `maxPendingUpgrades` the relay answers 503 (the client retries).
  */

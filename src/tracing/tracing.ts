@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (issue 20). The OpenTelemetry Node SDK is started only when the standard
+ * OpenTelemetry tracing. The OpenTelemetry Node SDK is started only when the standard
  * OTEL_* variables ask for it (AppConfig.tracing); main.ts imports this module only then, so a
  * relay started without them loads no SDK and exports nothing. The SDK reads the rest of the
  * standard variables itself (OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_HEADERS,

@@ -7,12 +7,10 @@
  * generation: `--trace-pretenuring-statistics` showed three sites whose sampled objects all
  * survived each scavenge. The rows and strings of every page then survived two scavenges and were
  * promoted, presumably because dead objects in the old generation still pointed at them (the
- * sites themselves were not identified). With plain `pg`, 32,000 twenty-row queries promoted
- * 294 MB out of 734 MB allocated: 16 mark-compacts, and scavenges of 10 ms on average instead
- * of 0.6 ms. Passing the callback at construction (what this class does) promoted 2 MB.
- * `--no-allocation-site-pretenuring` promoted 15 MB, and Node refuses it in NODE_OPTIONS. In the relay
- * under the REQ bench, the old generation grew by 22 MB/s before and 1 MB/s after, and the
- * median scavenge pause fell from about 5 ms to 1.3 ms. Every pause stalls every REQ in flight.
+ * sites themselves were not identified). Passing the callback at construction (what this class
+ * does) leaves the results young, and scavenges short; every pause stalls every REQ in flight.
+ * `--no-allocation-site-pretenuring` is the other way out, but Node refuses it in NODE_OPTIONS.
+ * The measurements behind this: docs/adr/0002-callback-query-client.md.
  *
  * The returned promise settles like pg's own: with the result, or with pg's error, its stack
  * re-captured after the fact as pg does, so that it leads back to the awaiting caller.

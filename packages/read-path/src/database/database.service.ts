@@ -42,7 +42,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   readonly writerPool: Pool;
   /**
    * The reader pool is nobody else's: a replica read goes through RoutedReader, which proves the
-   * session's freshness first (issue 19). Tests reach it through test/harness/reader-pool.ts.
+   * session's freshness first (database.md §2.5). Tests reach it through test/harness/reader-pool.ts.
    */
   private readonly readerPool: Pool | undefined;
   readonly writer: Kysely<DB>;
@@ -163,15 +163,15 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /**
-   * One spare writer connection (issue 17). pg-pool opens a connection only for a checkout that
-   * found none idle, and that checkout then waits for its own dial even if another connection is
-   * released first: in a reconnect storm, while the authentication lookups grew the pool, an
-   * event write waited 160 ms for a dial (TCP, startup, the after-connect hook) behind a busy
-   * event loop. So when a checkout leaves no connection idle and the pool is below its ceiling,
-   * one more is opened in the background and parked idle, one dial at a time: the next checkout
-   * finds it. The pool never exceeds BUZZ_DB_POOL_SIZE, and idle connections above the minimum
-   * still close after the idle timeout. A failed dial is recorded by the connection steps (§6.6)
-   * and not retried until a later checkout succeeds.
+   * One spare writer connection. pg-pool opens a connection only for a checkout that found none
+   * idle, and that checkout then waits for its own dial even if another connection is released
+   * first: in a reconnect storm, while the authentication lookups grow the pool, an event write
+   * would wait for a dial (TCP, startup, the after-connect hook) behind a busy event loop
+   * (docs/adr/0001-writes-through-a-reconnect-storm.md). So when a checkout leaves no connection
+   * idle and the pool is below its ceiling, one more is opened in the background and parked idle,
+   * one dial at a time: the next checkout finds it. The pool never exceeds BUZZ_DB_POOL_SIZE, and
+   * idle connections above the minimum still close after the idle timeout. A failed dial is
+   * recorded by the connection steps (§6.6) and not retried until a later checkout succeeds.
    */
   private keepSpareWriter(): void {
     const pool = this.writerPool;
@@ -253,7 +253,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
    * Whether the reader's last settled checkout was a dial that failed (refused, reset, timed out
    * at READER_DIAL_TIMEOUT_MS): the replica is down or not answering, rather than busy. A
    * checkout that times out while dials are still under way, or after the last one connected, is
-   * a busy reader (issue 17: such reads are shed, not sent to the writer).
+   * a busy reader (such reads are shed, not sent to the writer: §3.3).
    */
   readerDialsFailing(): boolean {
     return this.lastReaderDial === 'failed';

@@ -33,7 +33,7 @@ describe('database metric vocabularies', () => {
       'reader_validation_error',
     ]);
     expect(WRITER_OPERATIONS.length + READER_OPERATIONS.length).toBe(12);
-    expect(SEARCH_OPERATIONS).toEqual(['subscription_history']); // the search pool's one pair (issue 20)
+    expect(SEARCH_OPERATIONS).toEqual(['subscription_history']); // the search pool's one pair
     // §6.3, exactly as the spec lists them.
     expect(ADVISORY_LOCK_TYPES).toEqual(['replacement', 'membership', 'push_gate', 'deletion', 'migration_schema_safety']);
     expect(TRANSACTION_OPERATIONS).toEqual([

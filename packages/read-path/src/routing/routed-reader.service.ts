@@ -281,8 +281,8 @@ export class RoutedReader {
    * falls back to the writer only when it is down. Busy: its connections are all in use, or it
    * is still opening them, and its last dial connected. Down: its last dial failed (refused,
    * reset, or timed out at READER_DIAL_TIMEOUT_MS). The pool's counters cannot tell the two apart
-   * (a dial in flight counts as a connection), and judged by them a storm that had the pool still
-   * dialing sent its history reads to the writer (issue 17).
+   * (a dial in flight counts as a connection): judged by them, a reconnect storm that finds the
+   * pool still dialing would send its history reads to the writer.
    */
   private shedsOnAcquireTimeout(operation: ReaderOperation): boolean {
     if (operation !== 'subscription_history' || !this.policy.shed) return false;
