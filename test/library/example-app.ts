@@ -7,11 +7,23 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { waitUntil } from '../routing/database-layer.js';
+import type { Pool } from 'pg';
+import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { adminPool, waitUntil } from '../routing/database-layer.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const EXAMPLE = join(ROOT, 'examples/reports-service');
 const PACKAGE = join(ROOT, 'packages/read-path');
+
+/** A database of the pair with the example's one table and report 1 in it, replayed on the replica. */
+export async function reportsDatabase(): Promise<{ db: TestDatabase; writer: Pool }> {
+  const db = await createTestDatabase();
+  const writer = adminPool(db.writerUrl);
+  await writer.query(`create table reports (id int primary key, title text not null)`);
+  await writer.query(`insert into reports values (1, 'Q3 draft')`);
+  await db.waitForReplica();
+  return { db, writer };
+}
 
 /** Packs packages/read-path into `dir`; returns the tarball's path. */
 export function packReadPath(dir: string): string {

@@ -10,9 +10,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
-import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
-import { adminPool } from '../routing/database-layer.js';
-import { buildExample, declaredE2eTests, packReadPath, ROOT, RunningExample, runVitestE2e } from './example-app.js';
+import { faultSupport, type TestDatabase } from '../harness/test-database.js';
+import { buildExample, declaredE2eTests, packReadPath, reportsDatabase, ROOT, RunningExample, runVitestE2e } from './example-app.js';
 
 const PEER_RANGE = join(ROOT, 'examples/peer-range');
 const faults = faultSupport();
@@ -30,11 +29,7 @@ function resolvedVersion(name: string): string {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  writer = adminPool(db.writerUrl);
-  await writer.query(`create table reports (id int primary key, title text not null)`);
-  await writer.query(`insert into reports values (1, 'Q3 draft')`);
-  await db.waitForReplica();
+  ({ db, writer } = await reportsDatabase());
   work = mkdtempSync(join(tmpdir(), 'peer-range-'));
   // Inside the workspace, so Node and tsc find its node_modules before ours.
   apps = join(PEER_RANGE, 'apps');

@@ -9,9 +9,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
-import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
-import { adminPool } from '../routing/database-layer.js';
-import { buildExample, declaredE2eTests, EXAMPLE, packReadPath, RunningExample, runVitestE2e } from './example-app.js';
+import { faultSupport, type TestDatabase } from '../harness/test-database.js';
+import { buildExample, declaredE2eTests, EXAMPLE, packReadPath, reportsDatabase, RunningExample, runVitestE2e } from './example-app.js';
 
 const faults = faultSupport();
 const itWithFaults = faults.supported ? it : it.skip;
@@ -23,11 +22,7 @@ let app: string;
 let service: RunningExample;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  writer = adminPool(db.writerUrl);
-  await writer.query(`create table reports (id int primary key, title text not null)`);
-  await writer.query(`insert into reports values (1, 'Q3 draft')`);
-  await db.waitForReplica();
+  ({ db, writer } = await reportsDatabase());
   work = mkdtempSync(join(tmpdir(), 'reports-service-'));
   app = join(work, 'app');
   buildExample(app, packReadPath(work), { linkOurs: true });
