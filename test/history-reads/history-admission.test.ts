@@ -2,7 +2,8 @@
  * History-read admission on the real pair (seed 000; database.md §3, §8.2): a saturated reader
  * sheds history reads instead of spilling them onto the writer, the per-pod gate's permit lives
  * and dies with the reader transaction, and reads that never reach the reader (match-nothing,
- * pre-checks, an unreachable reader) are untouched. The fence is opened with the test hook.
+ * pre-checks, an unreachable reader) are untouched. The fence is held open with a proof the
+ * replica has shown (test/harness/fence-proof.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { sql, type Kysely } from 'kysely';
@@ -18,6 +19,7 @@ import type { RoutePath } from '../../packages/read-path/src/metrics/database-me
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { HistoryReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
 import type { ReaderOperation } from '../../packages/read-path/src/routing/routed-read.types.js';
+import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
 import { newCommunity } from '../routing/fixtures.js';
@@ -38,13 +40,16 @@ afterAll(async () => {
   await db?.drop();
 }, 30_000);
 
-/** A database layer whose fence is held open by the test hook (probe stopped). */
-async function layerWith(readPoolSize: number): Promise<DatabaseLayer> {
+/** A database layer whose fence the test holds open (probe stopped), with the proof to renew it. */
+type OpenLayer = DatabaseLayer & { readonly proof: FenceProof };
+
+async function layerWith(readPoolSize: number): Promise<OpenLayer> {
   const layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', BUZZ_DB_POOL_SIZE: '4', BUZZ_DB_READ_POOL_SIZE: String(readPoolSize) });
   await layer.fence.waitForBeats(1);
   await layer.fence.stopProbe();
-  layer.fence.ring.forceOpen(FAR_WALL);
-  return layer;
+  const proof = await FenceProof.capture(layer.fence, db.readerUrl);
+  proof.open(FAR_WALL);
+  return { ...layer, proof };
 }
 
 const where = async (d: Kysely<DB>) => ((await sql<{ s: boolean }>`select pg_is_in_recovery() as s`.execute(d)).rows[0].s ? 'replica' : 'writer');
@@ -64,7 +69,7 @@ async function observe<T>(fn: () => Promise<T>) {
 }
 
 describe('saturated reader', () => {
-  let layer: DatabaseLayer;
+  let layer: OpenLayer;
   let held: PoolClient | undefined;
   beforeAll(async () => {
     layer = await layerWith(1);
@@ -109,7 +114,7 @@ describe('saturated reader', () => {
 });
 
 describe('the gate', () => {
-  let layer: DatabaseLayer;
+  let layer: OpenLayer;
   let gate: HistoryReadGate;
   beforeAll(async () => {
     layer = await layerWith(2); // cap 1: the second connection stays free for authorization reads
@@ -178,20 +183,20 @@ describe('the gate', () => {
   it('writer-bound reads never wait on a full gate: pre-checks and the stale re-evaluation', async () => {
     const permit = await gate.acquire();
     try {
-      layer.fence.ring.forceOpen(FAR_WALL, performance.now() - 5000); // newest entry older than B
+      layer.proof.open(FAR_WALL, performance.now() - 5000); // newest entry older than B
       const stale = await observe(() => routedWhere(layer, 'req_historical'));
       expect(stale.value).toBe('writer');
       expect(stale.ms).toBeLessThan(HISTORY_PERMIT_WAIT_MS / 2);
       expect(stale.routes).toEqual({ 'req_historical/writer/stale': 1 });
     } finally {
       permit?.release();
-      layer.fence.ring.forceOpen(FAR_WALL);
+      layer.proof.open(FAR_WALL);
     }
   });
 });
 
 describe('match_nothing_reads_take_no_connection', () => {
-  let layer: DatabaseLayer;
+  let layer: OpenLayer;
   let query: EventQueryService;
   let community: string;
   beforeAll(async () => {
@@ -259,9 +264,9 @@ describe('match_nothing_reads_take_no_connection', () => {
         expect(shed.routes).toEqual({ 'count_req/rejected/reader_acquire_timeout': 1 });
       }
       await waitUntil('a dial to the frozen replica failed', () => layer.database.readerDialsFailing(), 10_000);
-      // Down: the writer serves. (The forced proof is renewed: the probe is stopped in this layer
+      // Down: the writer serves. (The proof is renewed: the probe is stopped in this layer
       // and the wait above may have aged it past the budget.)
-      layer.fence.ring.forceOpen(FAR_WALL);
+      layer.proof.open(FAR_WALL);
       const again = await observe(count);
       expect(again.routes).toEqual({ 'count_req/writer/reader_acquire_timeout': 1 });
     } finally {
@@ -270,9 +275,9 @@ describe('match_nothing_reads_take_no_connection', () => {
   }, 30_000);
 
   (faults.supported ? it : it.skip)('control: a stopped reader (refused dials) falls back to the writer', async () => {
-    // The probe is stopped in this layer: keep the forced proof within the budget (an earlier
+    // The probe is stopped in this layer: keep the proof within the budget (an earlier
     // test may have aged it), so the decision is about the reader alone.
-    layer.fence.ring.forceOpen(FAR_WALL);
+    layer.proof.open(FAR_WALL);
     await db.cluster.stopReplica();
     try {
       const o = await observe(() => routedWhere(layer, 'req_historical'));
@@ -287,7 +292,7 @@ describe('match_nothing_reads_take_no_connection', () => {
 });
 
 (faults.supported ? describe : describe.skip)('stalled_reader_sessions_release_their_slots_for_new_connections', () => {
-  let layer: DatabaseLayer;
+  let layer: OpenLayer;
   beforeAll(async () => {
     layer = await layerWith(1);
   }, 30_000);
@@ -319,7 +324,7 @@ describe('match_nothing_reads_take_no_connection', () => {
     await waitUntil(
       'history read back on the replica',
       async () => {
-        layer.fence.ring.forceOpen(FAR_WALL); // the hook's entry ages like a beat: keep it within the budget
+        layer.proof.open(FAR_WALL); // the test's entry ages like a beat: keep it within the budget
         return (await observe(() => routedWhere(layer, 'req_historical'))).value === 'replica';
       },
       10_000,

@@ -16,6 +16,7 @@ import { ReadAfterReleaseError } from '../../packages/read-path/src/routing/read
 import { RoutePaths, UnknownRoutePathError } from '../../packages/read-path/src/routing/route-paths.js';
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { closedReason } from '../../src/subscriptions/ws-reasons.js';
+import { FenceProof } from '../harness/fence-proof.js';
 import { readerPoolOf } from '../harness/reader-pool.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, routeDecisions, startDatabaseLayer, waitUntil } from './database-layer.js';
@@ -24,6 +25,7 @@ import { countRows, insertRow, newCommunity } from './fixtures.js';
 let db: TestDatabase;
 let admin: Pool;
 let layer: DatabaseLayer;
+let proof: FenceProof;
 let community: string;
 const FAR_WALL = Date.now() + 3600_000;
 
@@ -37,6 +39,7 @@ beforeAll(async () => {
   layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000', BUZZ_DB_READ_POOL_SIZE: '2' });
   await layer.fence.waitForBeats(1);
   await layer.fence.stopProbe();
+  proof = await FenceProof.capture(layer.fence, db.readerUrl);
 }, 30_000);
 
 afterAll(async () => {
@@ -60,7 +63,7 @@ describe('route path labels: registered at set-up, closed at the first routed re
     const paths = layer.app.get(RoutePaths);
     paths.register('reports_daily', 'reports_daily');
     expect(() => paths.register('Reports Daily')).toThrow(/not lower snake case/);
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const r0 = await routeDecisions();
     expect(await layer.routed.read({ path: 'reports_daily', predicate: BOUNDED }, standby)).toBe(true);
     expect(delta(r0, await routeDecisions())).toEqual({ 'reports_daily/replica/fresh': 1 });
@@ -76,7 +79,7 @@ describe('route path labels: registered at set-up, closed at the first routed re
 
 describe('a released read session refuses use', () => {
   it('its run() and a handle kept from it are refused after release, even once the connection serves another session', async () => {
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const { page, session } = await layer.routed.session({ path: 'bridge_query', predicate: BOUNDED }, (d) => countRows(d, community));
     expect(session.isReplica()).toBe(true);
     let kept: Kysely<DB> | undefined;
@@ -91,7 +94,7 @@ describe('a released read session refuses use', () => {
     expect(delta(r0, await routeDecisions())).toEqual({});
 
     // The connection now holds another session's transaction: the kept handle still cannot reach it.
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const next = await layer.routed.session({ path: 'bridge_query', predicate: BOUNDED }, (d) => countRows(d, community));
     try {
       expect(next.session.isReplica()).toBe(true);
@@ -105,7 +108,7 @@ describe('a released read session refuses use', () => {
   it('`await using` releases the history permit and returns the reader connection when the block ends', async () => {
     const gate = layer.app.get(HistoryReadGate);
     await waitUntil('the reader connections idle', readerIdle, 5000);
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     let inside = -1;
     {
       await using held = (await layer.routed.session({ path: 'req_historical', predicate: BOUNDED }, (d) => countRows(d, community))).session;
@@ -122,7 +125,7 @@ describe('a released read session refuses use', () => {
 
 describe('real faults leave the door typed; the one filter and the one WS mapper answer them', () => {
   it('a replica statement that hits its deadline: QueryTimedOutError, 503 query timed out, CLOSED error: query timed out', async () => {
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const r0 = await routeDecisions();
     const err = await layer.routed
       .read({ path: 'req_historical', predicate: BOUNDED }, async (d) => {
@@ -144,7 +147,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
     try {
       // Take every reader connection (the pool has two): the pool is saturated, its dials fine.
       for (let i = 0; i < 2; i++) held.push(await pool.connect());
-      layer.fence.ring.forceOpen(FAR_WALL);
+      proof.open(FAR_WALL);
       const r0 = await routeDecisions();
       const err = await layer.routed.read({ path: 'req_historical', predicate: BOUNDED }, standby).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(HistoryReadRejectedError);

@@ -14,11 +14,13 @@ import { HistoryReadRejectedError, ReadShareExceededError, WriterReadRejectedErr
 import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import { SearchGate } from '../../src/events/search-gate.js';
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
+import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { type DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer } from './database-layer.js';
 
 let db: TestDatabase;
 let layer: DatabaseLayer;
+let proof: FenceProof;
 const FAR_WALL = Date.now() + 3600_000;
 const ENV = {
   BUZZ_REPLICA_READ_MAX_AGE_MS: '2000',
@@ -35,6 +37,7 @@ beforeAll(async () => {
   layer = await startDatabaseLayer(db, ENV);
   await layer.fence.waitForBeats(1);
   await layer.fence.stopProbe();
+  proof = await FenceProof.capture(layer.fence, db.readerUrl);
 }, 30_000);
 
 afterAll(async () => {
@@ -100,7 +103,7 @@ describe('the writer-read cap', () => {
 describe('the history-read gate', () => {
   it("refuses a tenant's routed read past its share (recorded rejected/history_read_cap) and routes another tenant's to the replica", async () => {
     // A proof as fresh as a beat now (the probe is stopped): bounded reads route to the replica.
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const flood = held();
     const running = layer.routed.read({ path: 'req_historical', predicate: BOUNDED, tenant: 'flood' }, flood.work);
     await flood.running;

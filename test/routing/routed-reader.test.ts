@@ -1,12 +1,14 @@
 /**
  * RoutedReader on the real pair (database.md §2.4–§2.8, §8.2; seed 001 spill causes). The
- * fence is opened with the test hook here (the probe loop is stopped first); the probe itself
- * is exercised in test/replica-fence and the fault tests.
+ * probe loop is stopped after one beat and the fence is opened here with a proof the replica has
+ * shown (test/harness/fence-proof.ts) at the wall each case needs; the probe itself is exercised
+ * in test/replica-fence and the fault tests.
  */
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { Pool } from 'pg';
 import { BOUNDED, ChannelScope, fromChannelCursor } from '../../packages/read-path/src/routing/route-predicate.js';
+import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { channelPage, countRows, insertRow, newCommunity, randomUUID } from './fixtures.js';
@@ -16,6 +18,7 @@ let db: TestDatabase;
 let admin: Pool;
 let replicaAdmin: Pool;
 let layer: DatabaseLayer;
+let proof: FenceProof;
 let community: string;
 const now = () => Math.floor(Date.now() / 1000);
 const FAR_WALL = Date.now() + 3600_000;
@@ -30,6 +33,7 @@ beforeAll(async () => {
   layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' });
   await layer.fence.waitForBeats(1);
   await layer.fence.stopProbe();
+  proof = await FenceProof.capture(layer.fence, db.readerUrl);
 }, 30_000);
 
 afterAll(async () => {
@@ -54,7 +58,7 @@ async function observe<T>(fn: () => Promise<T>): Promise<{ result: T; routes: Re
 
 describe('reader_spills_are_counted_by_cause (seed 001)', () => {
   it('fresh heartbeat: replica, no spill', async () => {
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     const o = await observe(() => served());
     expect(o.result).toBe('replica');
     expect(o.routes).toEqual({ 'req_historical/replica/fresh': 1 });
@@ -62,7 +66,7 @@ describe('reader_spills_are_counted_by_cause (seed 001)', () => {
   });
 
   it('late heartbeat: heartbeat_stale, with the legacy writer/stale', async () => {
-    layer.fence.ring.forceOpen(FAR_WALL, performance.now() - 3000);
+    proof.open(FAR_WALL, performance.now() - 3000);
     const o = await observe(() => served());
     expect(o.result).toBe('writer');
     expect(o.routes).toEqual({ 'req_historical/writer/stale': 1 });
@@ -70,7 +74,7 @@ describe('reader_spills_are_counted_by_cause (seed 001)', () => {
   });
 
   it('past the staleness gate: heartbeat_missing with writer/uninitialized', async () => {
-    layer.fence.ring.forceOpen(FAR_WALL, performance.now() - 31_000);
+    proof.open(FAR_WALL, performance.now() - 31_000);
     const o = await observe(() => served());
     expect(o.result).toBe('writer');
     expect(o.routes).toEqual({ 'req_historical/writer/uninitialized': 1 });
@@ -78,7 +82,7 @@ describe('reader_spills_are_counted_by_cause (seed 001)', () => {
   });
 
   it('covered read above the wall: fence_wall_behind', async () => {
-    layer.fence.ring.forceOpen((now() - 2000) * 1000);
+    proof.open((now() - 2000) * 1000);
     const o = await observe(() => served('req_historical', fromChannelCursor(randomUUID(), now() - 1000)));
     expect(o.result).toBe('writer');
     expect(o.routes).toEqual({ 'req_historical/writer/stale': 1 });
@@ -108,7 +112,7 @@ describe('reader_spills_are_counted_by_cause (seed 001)', () => {
     for (const [env, withReader] of [[{ BUZZ_REPLICA_READ_MAX_AGE_MS: '0' }, true], [{ BUZZ_REPLICA_READ_MAX_AGE_MS: '2000' }, false]] as const) {
       const dark = await startDatabaseLayer(db, env, withReader);
       try {
-        if (withReader) dark.fence.ring.forceOpen(FAR_WALL);
+        if (withReader) (await FenceProof.capture(dark.fence, db.readerUrl)).open(FAR_WALL);
         const [r0, s0] = [await routeDecisions(), await spills()];
         const where = await dark.routed.read({ path: 'count_req', predicate: BOUNDED }, async (d) => (await sql<{ s: boolean }>`select pg_is_in_recovery() as s`.execute(d)).rows[0].s);
         expect(where).toBe(false);
@@ -145,17 +149,17 @@ describe('predicates on divergent fixtures', () => {
   it('channel_cursor_above_fence_stays_on_writer_preventing_middle_hole', async () => {
     layer.fence.ring.close();
     expect(await cursorPage()).toEqual(['m3', 'm2', 'm1']); // closed fence → writer
-    layer.fence.ring.forceOpen((t0 + 15) * 1000); // wall below the cursor → writer
+    proof.open((t0 + 15) * 1000); // wall below the cursor → writer
     expect(await cursorPage()).toEqual(['m3', 'm2', 'm1']);
-    layer.fence.ring.forceOpen((t0 + 30) * 1000); // counterfactual over-open fence: the replica skips m2
+    proof.open((t0 + 30) * 1000); // counterfactual over-open fence: the replica skips m2
     expect(await cursorPage()).toEqual(['m3', 'm1']);
   });
 
   it('head pages route by the budget: fresh entry → replica, old entry → writer', async () => {
     const head = () => layer.routed.read({ path: 'req_historical', predicate: fromChannelCursor(channel, undefined) }, (d) => channelPage(d, community, channel, now()));
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     expect(await head()).toEqual(['m3', 'm1']);
-    layer.fence.ring.forceOpen(FAR_WALL, performance.now() - 10_000);
+    proof.open(FAR_WALL, performance.now() - 10_000);
     expect(await head()).toEqual(['m3', 'm2', 'm1']);
   });
 
@@ -174,15 +178,15 @@ describe('predicates on divergent fixtures', () => {
         (rows, entry) => rows.length >= limit && rows[rows.length - 1].at * 1000 <= entry.fenceWall,
       );
     const contents = (rows: { content: string }[]) => rows.map((r) => r.content);
-    layer.fence.ring.forceOpen((t0 + 30) * 1000);
+    proof.open((t0 + 30) * 1000);
     let o = await observe(() => forward(2));
     expect(contents(o.result)).toEqual(['m1', 'm3']); // full page under the (counterfactual) wall: replica
     expect(o.routes).toEqual({ 'bridge_thread_aux/replica/covered': 1 });
-    layer.fence.ring.forceOpen((t0 + 15) * 1000);
+    proof.open((t0 + 15) * 1000);
     o = await observe(() => forward(2));
     expect(contents(o.result)).toEqual(['m1', 'm2']); // tail above the wall: writer
     expect(o.routes).toEqual({ 'thread_eof/writer/stale': 1 });
-    layer.fence.ring.forceOpen((t0 + 30) * 1000);
+    proof.open((t0 + 30) * 1000);
     o = await observe(() => forward(5));
     expect(contents(o.result)).toEqual(['m1', 'm2', 'm3']); // candidate EOF: writer
     expect(o.routes).toEqual({ 'thread_eof/writer/stale': 1 });
@@ -190,7 +194,7 @@ describe('predicates on divergent fixtures', () => {
 
   it('read-your-writes: an author with a write after the proved entry reads on the writer', async () => {
     const author = { communityId: community, pubkey: 'a'.repeat(64) };
-    layer.fence.ring.forceOpen(FAR_WALL);
+    proof.open(FAR_WALL);
     layer.routed.writes.noteWrite(author);
     const read = (who?: typeof author) =>
       layer.routed.read({ path: 'req_historical', predicate: BOUNDED, author: who }, (d) => channelPage(d, community, channel, now()));
@@ -200,13 +204,13 @@ describe('predicates on divergent fixtures', () => {
     expect(own.spilled).toEqual({ 'req_historical/fence_wall_behind': 1 });
     expect(own.routes).toEqual({ 'req_historical/writer/stale': 1 });
     expect(await read()).toEqual(['m3', 'm1']); // someone else: bounded staleness allowed
-    layer.fence.ring.forceOpen(FAR_WALL); // an entry taken after the write proves it
+    proof.open(FAR_WALL); // an entry taken after the write proves it
     expect(await read(author)).toEqual(['m3', 'm1']);
   });
 });
 
 describe('serving, fallback and sessions', () => {
-  beforeAll(() => layer.fence.ring.forceOpen(FAR_WALL));
+  beforeAll(() => proof.open(FAR_WALL));
 
   it('a replica query error re-runs on the writer (writer/replica_error)', async () => {
     const o = await observe(() =>
@@ -335,7 +339,7 @@ describe('serving, fallback and sessions', () => {
   });
 
   it('publishes the fence gauges', async () => {
-    layer.fence.ring.forceOpen((now() - 1000) * 1000);
+    proof.open((now() - 1000) * 1000);
     layer.fence.sample();
     expect(await metricValue('buzz_db_replica_fence_open')).toBe(1);
     await waitUntil('lag gauge', async () => (await metricValue('buzz_db_replica_fence_lag_seconds')) >= 1000);

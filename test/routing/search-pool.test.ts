@@ -15,6 +15,7 @@ import { communityWide } from '../../src/events/read-scope.js';
 import { SearchGate } from '../../src/events/search-gate.js';
 import { SearchRepository } from '../../src/events/search.repository.js';
 import { SearchRequest, SearchService } from '../../src/events/search.service.js';
+import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { insertRow, newCommunity } from './fixtures.js';
@@ -129,15 +130,17 @@ function expectShed(outcome: Settled): void {
 
 describe('search pool on the replica (READ_DATABASE_URL set)', () => {
   let h: Harness;
+  let proof: FenceProof;
   beforeAll(async () => {
-    // The widest budget, so the test hook's beat stays fresh while the searches are held.
+    // The widest budget, so the test's proof stays fresh while the searches are held.
     h = await harness({ BUZZ_REPLICA_READ_MAX_AGE_MS: '30000', BUZZ_DB_SEARCH_POOL_SIZE: '2' }, true);
     await h.layer.fence.waitForBeats(1);
     await h.layer.fence.stopProbe();
+    proof = await FenceProof.capture(h.layer.fence, db.readerUrl);
   }, 30_000);
   afterAll(() => h?.layer.close(), 30_000);
 
-  beforeEach(() => h.layer.fence.ring.forceOpen(Date.now() + 3600_000));
+  beforeEach(() => proof.open(Date.now() + 3600_000));
 
   it('matches and hydrates correctly, with search-pool acquisitions and no writer checkout', async () => {
     const [w0, s0] = [await writerStarted(), await searchStarted()];
@@ -170,7 +173,7 @@ describe('search pool on the replica (READ_DATABASE_URL set)', () => {
         expect(await metricValue('buzz_db_pool_max_connections', { pool_role: 'search' })).toBe(2);
         expect(await metricValue('buzz_db_pool_configured', { pool_role: 'search' })).toBe(1);
       },
-      () => h.layer.fence.ring.forceOpen(Date.now() + 3600_000),
+      () => proof.open(Date.now() + 3600_000),
     );
     expect(served).toEqual([
       { ok: true, ids: [...expected].sort() },

@@ -24,9 +24,6 @@ export type ResolveOutcome =
   | { readonly kind: 'epoch_mismatch' }
   | { readonly kind: 'token_behind' };
 
-/** Smallest token, so any observation proves a forced entry. */
-const MIN_TOKEN = -(2n ** 63n);
-
 export class ProofRing {
   private epoch: string | undefined;
   private ring: ProofEntry[] = [];
@@ -99,11 +96,5 @@ export class ProofRing {
   /** Clears the ring; the epoch is kept. */
   close(): void {
     this.ring = [];
-  }
-
-  /** Test hook: one entry any observed token and epoch proves, with the given wall. */
-  forceOpen(fenceWall: number, committedAt: number = this.now()): void {
-    this.epoch = undefined;
-    this.ring = [{ token: MIN_TOKEN, committedAt, fenceWall }];
   }
 }
