@@ -104,13 +104,13 @@ describe('probe failure handling (loop stopped; beats driven by hand)', () => {
       const holder = await admin.connect();
       await holder.query('BEGIN');
       await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
-      const failed = await layer.fence.beat();
+      const failed = await layer.fence.step();
       await holder.query('COMMIT');
       holder.release();
       expect(failed).toBeInstanceOf(ProbeError);
       expect((failed as ProbeError).kind).toBe('lock_timeout');
       expect(layer.fence.ring.newest()).toBe(retained);
-      const ok = await layer.fence.beat();
+      const ok = await layer.fence.step();
       expect(ok).not.toBeInstanceOf(ProbeError);
       expect(layer.fence.ring.newest()!.token).toBeGreaterThan(retained.token);
 
@@ -133,7 +133,7 @@ describe('probe failure handling (loop stopped; beats driven by hand)', () => {
     const holder = await admin.connect();
     await holder.query('BEGIN');
     await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
-    const beat = layer.fence.beat();
+    const beat = layer.fence.step();
     await new Promise((r) => setTimeout(r, 300)); // the lock wait being measured, not a synchronisation
     const { rows } = await holder.query<{ marker: Date }>('select clock_timestamp() as marker');
     await holder.query('COMMIT');
@@ -151,7 +151,7 @@ describe('probe failure handling (loop stopped; beats driven by hand)', () => {
   it('cluster_global_probe_rotates_epoch_on_same_epoch_token_regression (through the probe pool)', async () => {
     const before = layer.fence.ring.currentEpoch();
     await admin.query('update replica_heartbeat set token = 0 where id = 1');
-    const sample = await layer.fence.beat();
+    const sample = await layer.fence.step();
     expect(sample).not.toBeInstanceOf(ProbeError);
     const { rows } = await admin.query<{ epoch: string }>('select epoch::text from replica_heartbeat');
     expect(rows[0].epoch).not.toBe(before);

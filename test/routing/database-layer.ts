@@ -2,8 +2,8 @@
  * Test helpers: the database layer alone (the relay's four database modules, no transports) on a test
  * database, metric deltas from the default prom-client registry, and raw admin clients.
  */
-import { INestApplicationContext, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { Pool } from 'pg';
 import { register } from 'prom-client';
 import { loadConfig } from '../../src/config/app-config.js';
@@ -12,12 +12,13 @@ import { DatabaseMetrics } from '../../packages/read-path/src/metrics/database-m
 import { ReplicaFenceService } from '../../packages/read-path/src/replica-fence/replica-fence.service.js';
 import { relayDatabaseModules } from '../../src/relay-database.modules.js';
 import { RoutedReader } from '../../packages/read-path/src/routing/routed-reader.service.js';
+import { SteppedReplicaFence } from '../harness/stepped-replica-fence.js';
 import type { TestDatabase } from '../harness/test-database.js';
 
 export interface DatabaseLayer {
   readonly app: INestApplicationContext;
   readonly database: DatabaseService;
-  readonly fence: ReplicaFenceService;
+  readonly fence: SteppedReplicaFence;
   readonly routed: RoutedReader;
   readonly metrics: DatabaseMetrics;
   close(): Promise<void>;
@@ -30,24 +31,25 @@ export async function startDatabaseLayer(db: TestDatabase, env: Record<string, s
     BUZZ_POOL_METRICS_INTERVAL_SECS: '1',
     ...env,
   });
+  // The fence service gains step() (a beat on demand); otherwise these are the relay's modules.
+  const app = await Test.createTestingModule({ imports: relayDatabaseModules(config) })
+    .overrideProvider(ReplicaFenceService)
+    .useClass(SteppedReplicaFence)
+    .compile();
+  app.useLogger(process.env.BUZZ_TEST_LOGS ? new ConsoleLogger() : false);
   // The context's bootstrap hooks start the layer (connect, migrate, fence probe).
-  const app = await NestFactory.createApplicationContext(
-    { module: DatabaseLayerModule, imports: relayDatabaseModules(config) },
-    { logger: process.env.BUZZ_TEST_LOGS ? undefined : false },
-  );
-  const database = app.get(DatabaseService);
+  await app.init();
+  const fence = app.get(ReplicaFenceService);
+  if (!(fence instanceof SteppedReplicaFence)) throw new Error('the fence override did not take');
   return {
     app,
-    database,
-    fence: app.get(ReplicaFenceService),
+    database: app.get(DatabaseService),
+    fence,
     routed: app.get(RoutedReader),
     metrics: app.get(DatabaseMetrics),
     close: () => app.close(),
   };
 }
-
-@Module({})
-class DatabaseLayerModule {}
 
 type Labels = Record<string, string>;
 

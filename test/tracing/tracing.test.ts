@@ -50,7 +50,7 @@ const parentOf = (s: ReadableSpan): string | undefined => s.parentSpanContext?.s
 
 describe('replica_fence_probe spans (seed 001)', () => {
   it('a beat is one replica_fence_probe span with its two waits as children and every phase field', async () => {
-    const ok = await layer.fence.beat();
+    const ok = await layer.fence.step();
     expect(ok).not.toBeInstanceOf(ProbeError);
     const [probe] = named('replica_fence_probe');
     expect(probe).toBeDefined();
@@ -74,7 +74,7 @@ describe('replica_fence_probe spans (seed 001)', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('select pg_advisory_xact_lock_shared($1::bigint)', [REPLICA_FLOOR_LOCK_KEY.toString()]);
-      const failed = await layer.fence.beat();
+      const failed = await layer.fence.step();
       expect(failed).toBeInstanceOf(ProbeError);
     } finally {
       await holder.query('COMMIT');
@@ -87,7 +87,7 @@ describe('replica_fence_probe spans (seed 001)', () => {
     expect(probe.attributes.token).toBeUndefined();
     expect(probe.status.code).toBe(SpanStatusCode.ERROR);
     expect(named('replica_fence_probe_lock')[0].status.code).toBe(SpanStatusCode.ERROR);
-    expect(await layer.fence.beat()).not.toBeInstanceOf(ProbeError); // leave a fresh proof behind
+    expect(await layer.fence.step()).not.toBeInstanceOf(ProbeError); // leave a fresh proof behind
   });
 });
 
@@ -96,7 +96,7 @@ describe('routed read spans', () => {
     layer.routed.read({ path: 'req_historical', predicate: BOUNDED, span: 'query_events_routed', author }, (d) => sql<{ one: number }>`select 1 as one`.execute(d));
 
   it('a replica-served read: one query_events_routed span carrying its route decision', async () => {
-    await layer.fence.beat();
+    await layer.fence.step();
     exporter.reset();
     await read();
     const spans = named('query_events_routed');
@@ -106,7 +106,7 @@ describe('routed read spans', () => {
   });
 
   it('a read sent to the writer names why, including the spill reason', async () => {
-    await layer.fence.beat();
+    await layer.fence.step();
     const author = { communityId: '00000000-0000-4000-8000-000000000001', pubkey: 'b'.repeat(64) };
     layer.routed.writes.noteWrite(author);
     exporter.reset();

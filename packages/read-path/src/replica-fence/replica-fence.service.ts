@@ -175,8 +175,8 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     }
   }
 
-  /** One beat, recorded into the ring. Exposed for tests; the loop calls it. */
-  async beat(): Promise<ProbeSample | ProbeError> {
+  /** One beat, recorded into the ring: the loop's step. */
+  protected async beat(): Promise<ProbeSample | ProbeError> {
     const started = performance.now();
     const gap = this.lastBeatAt === undefined ? undefined : started - this.lastBeatAt;
     this.lastBeatAt = started;
@@ -197,7 +197,7 @@ export class ReplicaFenceService implements BeforeApplicationShutdown {
     }).catch((err: unknown) => (err instanceof ProbeError ? err : new ProbeError('other', String(err), {})));
   }
 
-  /** Stops the loop (the ring keeps its proofs, which age out). Tests drive beat() by hand after this. */
+  /** Stops the loop (the ring keeps its proofs, which age out). */
   async stopProbe(): Promise<void> {
     this.state = this.state === 'running' ? 'stopped' : this.state;
     clearTimeout(this.timer);
