@@ -10,3 +10,13 @@ export function readerPoolOf(database: DatabaseService): Pool {
   if (pool === undefined) throw new Error('this database layer has no reader pool');
   return pool;
 }
+
+/**
+ * §3.3 / seed 000's "saturated" reader: every connection the reader may hold exists and none is
+ * idle. Routing does not decide by it (a dial in flight counts as a connection; see
+ * DatabaseService.readerDialsFailing); the admission tests assert the pool state by that name.
+ */
+export function readerSaturated(database: DatabaseService): boolean {
+  const reader = database.poolSamples().reader;
+  return reader !== undefined && reader.total >= reader.max && reader.idle === 0;
+}

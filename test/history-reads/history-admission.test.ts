@@ -23,7 +23,7 @@ import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
 import { newCommunity } from '../routing/fixtures.js';
-import { readerPoolOf } from '../harness/reader-pool.js';
+import { readerPoolOf, readerSaturated } from '../harness/reader-pool.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -83,7 +83,7 @@ describe('saturated reader', () => {
     // A size-1 reader held saturated by a non-history checkout (the gate stays empty), with the
     // Aurora-identity cache still cold (this layer never proved a session).
     held = await readerPoolOf(layer.database).connect();
-    expect(layer.database.readerSaturated()).toBe(true);
+    expect(readerSaturated(layer.database)).toBe(true);
     const gate = layer.app.get(HistoryReadGate);
 
     const history = await observe(() =>
@@ -309,7 +309,7 @@ describe('match_nothing_reads_take_no_connection', () => {
     const released = performance.now();
     session.release(); // the permit is back at once; the connection sits in the stalled ROLLBACK
     expect(layer.app.get(HistoryReadGate).inUse).toBe(0);
-    expect(layer.database.readerSaturated()).toBe(true);
+    expect(readerSaturated(layer.database)).toBe(true);
     const shed = await observe(() => routedWhere(layer, 'req_historical'));
     expect((shed.error as HistoryReadRejectedError).reason).toBe('reader_acquire_timeout');
     expect(shed.routes).toEqual({ 'req_historical/rejected/reader_acquire_timeout': 1 });

@@ -259,16 +259,6 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     return this.lastReaderDial === 'failed';
   }
 
-  /**
-   * §3.3 / seed 000: every connection the reader may hold exists and none is idle. Routing no
-   * longer decides by it (a dial in flight counts as a connection; see readerDialsFailing); it
-   * stays as the seed's name for the pool state, which the admission tests assert.
-   */
-  readerSaturated(): boolean {
-    const p = this.readerPool;
-    return p !== undefined && p.totalCount >= this.settings.readPoolSize && p.idleCount === 0;
-  }
-
   poolSamples(): { writer: PoolSample; reader?: PoolSample; search: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
