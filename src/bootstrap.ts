@@ -5,7 +5,7 @@
  * with DatabaseModule), migrations
  * before the port opens, and the operator's /metrics listener on its own address.
  */
-import type { DynamicModule, NestApplicationOptions } from '@nestjs/common';
+import type { NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger, PinoLogger } from 'nestjs-pino';
@@ -32,17 +32,9 @@ function sweepIntervalMs(config: AppConfig): number {
   return Math.max(25, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
 }
 
-/** Builds the Nest application from the relay's root module (NestFactory.create unless a harness replaces it). */
-export type AppFactory = (root: DynamicModule, adapter: FastifyAdapter, options: NestApplicationOptions) => Promise<NestFastifyApplication>;
-
 export interface BootstrapOptions {
   /** Seed a community for config.defaultCommunityHosts (the embedded default does). */
   readonly seedDefaultCommunity: boolean;
-  /**
-   * Test and benchmark harnesses only: build the application another way, e.g. a testing module
-   * with a provider overridden (bench/lib/spill-relay.ts). The relay's own entry never sets it.
-   */
-  readonly createApp?: AppFactory;
 }
 
 export interface StartedRelay {
@@ -51,8 +43,17 @@ export interface StartedRelay {
   readonly metricsUrl: string;
 }
 
+/** The options the relay's application is created with: logs buffered until pino is in place, no body parser. */
+export const RELAY_APP_OPTIONS: NestApplicationOptions = { bufferLogs: true, bodyParser: false };
+
 export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Promise<StartedRelay> {
-  const adapter = new FastifyAdapter({
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), relayHttpAdapter(config), RELAY_APP_OPTIONS);
+  return serveRelay(app, config, opts);
+}
+
+/** Fastify with the relay's body limit and request, header and idle deadlines. */
+export function relayHttpAdapter(config: AppConfig): FastifyAdapter {
+  return new FastifyAdapter({
     bodyLimit: HTTP_BODY_LIMIT,
     trustProxy: false,
     // A client that trickles its headers or body is answered 408 and closed at these deadlines.
@@ -63,8 +64,15 @@ export async function bootstrap(config: AppConfig, opts: BootstrapOptions): Prom
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: sweepIntervalMs(config) },
   });
-  const create: AppFactory = opts.createApp ?? ((root, a, options) => NestFactory.create<NestFastifyApplication>(root, a, options));
-  const app = await create(AppModule.forRoot(config), adapter, { bufferLogs: true, bodyParser: false });
+}
+
+/**
+ * Starts an application built from `AppModule.forRoot(config)` on `relayHttpAdapter(config)` with
+ * RELAY_APP_OPTIONS: logging, body handling, CORS, the ws adapter, the database layer, the metrics
+ * listener and the port. `bootstrap` builds it with NestFactory; a benchmark may build it from a
+ * testing module (bench/lib/spill-relay.ts).
+ */
+export async function serveRelay(app: NestFastifyApplication, config: AppConfig, opts: BootstrapOptions): Promise<StartedRelay> {
   app.useLogger(app.get(Logger));
   // NestFactory.create leaves the start-up buffer attached after useLogger: without this flush
   // every `new Logger(…)` line (warnings and errors included) would be kept in memory, unprinted.

@@ -9,23 +9,24 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { Test } from '@nestjs/testing';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { bootstrap, type AppFactory } from '../../src/bootstrap.js';
-import { loadConfig } from '../../src/config/app-config.js';
+import { AppModule } from '../../src/app.module.js';
+import { RELAY_APP_OPTIONS, relayHttpAdapter, serveRelay } from '../../src/bootstrap.js';
+import { type AppConfig, loadConfig } from '../../src/config/app-config.js';
 import { gracefulShutdown } from '../../src/health/graceful-shutdown.js';
 import { HistoryReadPolicy } from '@buzz-relay/read-path/internal';
 
-/** The relay's module with the seed-000 policy replaced: no history-read gate, no shedding. */
-const spillingApp: AppFactory = async (root, adapter, options) => {
+/** The relay's application with the seed-000 policy replaced: no history-read gate, no shedding. */
+async function spillingApp(config: AppConfig): Promise<NestFastifyApplication> {
   const spill: HistoryReadPolicy = { shed: false };
-  const moduleRef = await Test.createTestingModule({ imports: [root] }).overrideProvider(HistoryReadPolicy).useValue(spill).compile();
-  return moduleRef.createNestApplication<NestFastifyApplication>(adapter, options);
-};
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).overrideProvider(HistoryReadPolicy).useValue(spill).compile();
+  return moduleRef.createNestApplication<NestFastifyApplication>(relayHttpAdapter(config), RELAY_APP_OPTIONS);
+}
 
 async function run(): Promise<void> {
   const config = loadConfig(process.env);
   if (!config.database.url) throw new Error('the spill relay needs DATABASE_URL (the bench starts its own pair)');
   const seedDefaultCommunity = process.env.BUZZ_DEFAULT_COMMUNITY_HOSTS !== undefined; // as main.ts does with DATABASE_URL
-  const { app, metricsUrl } = await bootstrap(config, { seedDefaultCommunity, createApp: spillingApp });
+  const { app, metricsUrl } = await serveRelay(await spillingApp(config), config, { seedDefaultCommunity });
   const log = (m: string) => process.stdout.write(`buzz-relay (spill baseline): ${m}\n`);
   process.once('SIGTERM', () => void gracefulShutdown(app, config, log).finally(() => process.exit(0)));
   const { port } = app.getHttpServer().address() as AddressInfo;
