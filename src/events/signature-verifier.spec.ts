@@ -16,6 +16,7 @@ import {
   verifyEventSync,
 } from './signature-verifier.js';
 import { VERIFY_CODE, WorkerReply, handleBatch } from './signature.worker.js';
+import { signatureVerifierFromSource } from '../../test/harness/signature-verifier-from-source.js';
 
 const NOW = 1_700_000_000;
 
@@ -120,8 +121,8 @@ describe('worker batch handler', () => {
 
 describe('SignatureVerifier', () => {
   const pools: SignatureVerifier[] = [];
-  const pool = (options: SignatureVerifierOptions = {}) => {
-    const p = new SignatureVerifier(options);
+  const pool = (options: SignatureVerifierOptions = {}, onWorkerStart?: (worker: Worker) => void) => {
+    const p = signatureVerifierFromSource(options, onWorkerStart);
     pools.push(p);
     return p;
   };
@@ -199,7 +200,7 @@ describe('SignatureVerifier', () => {
 
   it('fails in-flight requests of a terminated worker, replaces it and keeps serving', async () => {
     const workers: Worker[] = [];
-    const verifier = pool({ poolSize: 1, onWorkerStart: (w) => workers.push(w) });
+    const verifier = pool({ poolSize: 1 }, (w) => workers.push(w));
     expect(await verifier.verify(base)).toEqual({ ok: true }); // worker is up and running
 
     const pending = Array.from({ length: 400 }, () => verifier.verify(base));
@@ -220,7 +221,7 @@ describe('SignatureVerifier', () => {
 
   it('survives a worker that throws (uncaught exception in the worker)', async () => {
     const workers: Worker[] = [];
-    const verifier = pool({ poolSize: 1, onWorkerStart: (w) => workers.push(w) });
+    const verifier = pool({ poolSize: 1 }, (w) => workers.push(w));
     expect(await verifier.verify(base)).toEqual({ ok: true });
     const exited = new Promise((resolve) => workers[0].once('exit', resolve));
 
@@ -234,12 +235,9 @@ describe('SignatureVerifier', () => {
   it('fails fast while workers cannot start, then recovers', async () => {
     let started = 0;
     let exited = 0;
-    const verifier = pool({
-      poolSize: 1,
-      onWorkerStart: (w) => {
-        w.once('exit', () => (exited += 1));
-        if (started++ < 3) void w.terminate(); // dies before it ever reports ready
-      },
+    const verifier = pool({ poolSize: 1 }, (w) => {
+      w.once('exit', () => (exited += 1));
+      if (started++ < 3) void w.terminate(); // dies before it ever reports ready
     });
     const first = await verifier.verify(base).catch((e: unknown) => e);
     expect(isSignatureVerifierError(first) && first.code).toBe('worker_crashed');

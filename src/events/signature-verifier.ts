@@ -15,16 +15,9 @@
  * when a thousand AUTH events queue at once, a publisher's EVENT waits for the batches already in
  * the workers, not for every AUTH queued before it. The pending bound counts both lanes.
  *
- * How the worker is started: from compiled output (`dist/**.js`) the pool points `new Worker` at
- * the sibling `signature.worker.js`. From TypeScript source (ts-jest) there is no JS file, so the
- * pool transpiles `signature.worker.ts` to a CommonJS string with the `typescript` package (a
- * devDependency, loaded only in that case) and runs it as an `eval` worker whose `require` is
- * rooted at the source file. That works because the worker file is self-contained; see its header.
+ * Each worker runs the compiled `signature.worker.js` beside this file (`spawnWorker`).
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
   SIGNATURE_WORKER_ROLE,
@@ -64,8 +57,6 @@ export interface SignatureVerifierOptions {
   maxInflightBatches?: number;
   /** BIP-340 implementation in the workers; default `auto` (native when it loads, else WASM). */
   backend?: SchnorrBackendPreference;
-  /** Called with every worker the pool starts (diagnostics and tests). */
-  onWorkerStart?: (worker: Worker) => void;
 }
 
 export type SignatureVerifierErrorCode = 'overloaded' | 'closed' | 'worker_crashed';
@@ -299,8 +290,13 @@ export class SignatureVerifier {
     this.respawnTimers.add(timer);
   }
 
+  /** Starts one pool worker on the compiled worker file beside this one. */
+  protected spawnWorker(workerData: SignatureWorkerData): Worker {
+    return new Worker(new URL('./signature.worker.js', import.meta.url), { workerData });
+  }
+
   private startSlot(index: number): WorkerSlot {
-    const worker = createVerifierWorker(this.options.backend ?? 'auto');
+    const worker = this.spawnWorker({ role: SIGNATURE_WORKER_ROLE, anchor: import.meta.url, backend: this.options.backend ?? 'auto' });
     let settle = (): void => undefined;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const slot: WorkerSlot = { worker, inflight: new Map(), inflightEvents: 0, ready: false, dead: false, settled, settle };
@@ -312,7 +308,6 @@ export class SignatureVerifier {
       slot.settle();
       this.onExit(slot, index, code);
     });
-    this.options.onWorkerStart?.(worker);
     return slot;
   }
 
@@ -363,39 +358,4 @@ function resultFromCode(code: VerifyCode): VerifyResult {
 
 function verifierError(code: SignatureVerifierErrorCode, message: string): SignatureVerifierError {
   return Object.assign(new Error(message), { name: 'SignatureVerifierError', code });
-}
-
-const SOURCE_PATH = fileURLToPath(import.meta.url);
-const RUNNING_FROM_SOURCE = SOURCE_PATH.endsWith('.ts');
-
-/** Eval-worker bootstrap (CommonJS) that runs the transpiled worker source. */
-const SOURCE_BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
-const { createRequire } = require('node:module');
-const path = require('node:path');
-const mod = { exports: {} };
-const run = new Function('exports', 'require', 'module', '__filename', '__dirname', workerData.source);
-run(mod.exports, createRequire(workerData.filename), mod, workerData.filename, path.dirname(workerData.filename));
-`;
-
-let transpiledWorker: { filename: string; source: string } | undefined;
-
-function createVerifierWorker(backend: SchnorrBackendPreference): Worker {
-  const workerData: SignatureWorkerData = { role: SIGNATURE_WORKER_ROLE, anchor: import.meta.url, backend };
-  if (!RUNNING_FROM_SOURCE) {
-    return new Worker(new URL('./signature.worker.js', import.meta.url), { workerData });
-  }
-  transpiledWorker ??= transpileWorkerSource();
-  return new Worker(SOURCE_BOOTSTRAP, { eval: true, workerData: { ...workerData, ...transpiledWorker } });
-}
-
-/** Only reached from TypeScript source (ts-jest): compile the worker file once per process. */
-function transpileWorkerSource(): { filename: string; source: string } {
-  const filename = SOURCE_PATH.replace(/signature-verifier\.ts$/, 'signature.worker.ts');
-  const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
-  const output = ts.transpileModule(readFileSync(filename, 'utf8'), {
-    fileName: filename,
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-  });
-  return { filename, source: output.outputText };
 }

@@ -4,9 +4,9 @@
  *
  * This file must stay self-contained: its only imports are `node:` built-ins and
  * `tiny-secp256k1`, and it never touches `import.meta` (the native backend is loaded through a
- * `createRequire` anchor the caller passes in). That is what lets the pool run it
- * both as compiled ESM (`dist/src/events/signature.worker.js`) and, under ts-jest, as source
- * transpiled to a CommonJS string and evaluated in the worker. On the main thread importing it
+ * `createRequire` anchor the caller passes in). That is what lets the pool run it as compiled
+ * ESM (`dist/src/events/signature.worker.js`) and the unit specs run it from source, as a CommonJS
+ * string evaluated in the worker (test/harness/signature-verifier-from-source.ts). On the main thread importing it
  * has no side effects beyond loading the WASM verifier (used by `verifyEventSync`).
  */
 import { createHash } from 'node:crypto';
