@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { startRedisServer, type RedisServer } from '../test/harness/redis-server.js';
 import { ReplicaFaults } from '../test/harness/replica-faults.js';
-import { NostrEvent } from '../src/common/nostr.types.js';
+import { NostrEvent } from '../src/nostr/nostr.types.js';
 import { BenchConnection, type PublishItem } from './lib/bench-connection.js';
 import { logLine, quietPool, round, spawnRelay, startBenchEnv, summarize, type BenchEnv, type RelayChild } from './lib/bench-env.js';
 import { fastSigner } from './lib/fast-sign.js';

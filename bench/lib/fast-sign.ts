@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { pointFromScalar, signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
-import { NostrEvent } from '../../src/common/nostr.types.js';
+import { NostrEvent } from '../../src/nostr/nostr.types.js';
 import { computeEventId } from '../../src/events/event-validation.js';
 
 export interface FastSigner {

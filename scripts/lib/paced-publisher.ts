@@ -6,7 +6,7 @@
  */
 import { BuzzClient } from '../../src/client/buzz-client.js';
 import { retryAfterMs } from '../../src/client/client-errors.js';
-import { NostrEvent } from '../../src/common/nostr.types.js';
+import { NostrEvent } from '../../src/nostr/nostr.types.js';
 
 const DEFAULT_RETRY_MS = 1000;
 const RETRY_MARGIN_MS = 50;

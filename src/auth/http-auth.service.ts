@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { HttpError } from '../common/http-error.js';
-import { isHex64 } from '../common/nostr.types.js';
+import { isHex64 } from '../nostr/hex.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { replayKey } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';

@@ -1,6 +1,6 @@
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure';
 import { mintAuthTag } from '../../test/harness/nip-oa-tag.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { ownerProof, parseConditions, verifyAuthTag } from './nip-oa.js';
 
 const ownerSk = generateSecretKey();

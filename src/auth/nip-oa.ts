@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 
 export const AUTH_TAG_PREFIX = 'nostr:agent-auth:';
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -1,5 +1,5 @@
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { authEventProblem, checkAuthEvent, relayTagMatches } from './nip42.js';
 
 const now = Math.floor(Date.now() / 1000);

@@ -3,7 +3,7 @@
  * bound to the tenant host, and the ±60 s clock window. The signature is
  * checked by the caller (off the event loop).
  */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { hostWithoutPort, isLoopbackHost, normalizeHost } from '../tenancy/host.js';
 
 export const AUTH_KIND = 22242;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { checkNip98Event, decodeNostrAuthorization } from './nip98.js';
 
 const now = Math.floor(Date.now() / 1000);

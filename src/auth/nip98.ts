@@ -4,7 +4,7 @@
  * the spec's 401 message.
  */
 import { createHash } from 'node:crypto';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { parseEvent } from '../events/event-validation.js';
 import { isLoopbackHost } from '../tenancy/host.js';
 

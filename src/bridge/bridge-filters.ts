@@ -1,5 +1,5 @@
 import { HttpError } from '../common/http-error.js';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { parseFilter } from '../events/filter.js';
 
 export const MAX_BRIDGE_FILTERS = 10;

@@ -3,9 +3,9 @@
  * standard NIP-01 parser drops), validated into typed branch requests. Every
  * problem is a 400 decided before any read runs.
  */
-import { channelIdOf } from '../common/group-id.js';
+import { channelIdOf } from '../nostr/group-id.js';
 import { HttpError } from '../common/http-error.js';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../events/filter.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;

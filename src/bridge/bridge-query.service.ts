@@ -10,7 +10,7 @@ import { Kysely } from 'kysely';
 import { BOUNDED, ChannelScope, DB, RoutedReader, RouteRequest } from '@buzz-relay/read-path';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { EventQueryService, HISTORY_PAGE_LEASE_BYTES } from '../events/event-query.service.js';
 import { matchFilter } from '../events/filter.js';

@@ -5,7 +5,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { ReadScope } from '../events/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';

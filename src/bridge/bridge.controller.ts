@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { HttpError } from '../common/http-error.js';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { annotateRequest } from '../common/request-annotations.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';

@@ -14,13 +14,13 @@
  * the replica (`writer/missing_root`), or any other replica error (`writer/replica_error`), re-runs
  * on the writer; a replica statement or lock timeout is surfaced, never re-run.
  */
-import { channelIdsOf } from '../common/group-id.js';
+import { channelIdsOf } from '../nostr/group-id.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { Kysely, sql } from 'kysely';
 import { RelaySigner } from '../common/relay-signer.js';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { HttpError } from '../common/http-error.js';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DatabaseMetrics, DB, LockTimedOutError, OwnWordingFailure, RoutedReader } from '@buzz-relay/read-path';
 import { datastoreSpan, fromChannelCursor, histogram, withStatementDeadline } from '@buzz-relay/read-path/internal';
 import { ReadScope } from '../events/read-scope.js';

@@ -15,7 +15,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { ChannelMemberRole, ChannelVisibility, DB } from '@buzz-relay/read-path';
 import { deletionTarget } from '../events/event-derivation.js';
 import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
@@ -23,7 +23,7 @@ import { reject } from '../events/rejection.js';
 import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
 import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
-import { isNamedGroupId } from '../common/group-id.js';
+import { isNamedGroupId } from '../nostr/group-id.js';
 import { TtlMap } from '../redis/ttl-map.js';
 
 export const GROUP_KINDS = {

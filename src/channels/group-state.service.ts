@@ -10,7 +10,7 @@
  * - 39003 roles: `["role", name, description]`, once at creation (the roles are fixed).
  *
  * Every state event is addressable with `d` = the group id (the channel id, or the NIP-29 id the
- * channel was created with: common/group-id.ts), carries it as `h` and is stored in that channel,
+ * channel was created with: nostr/group-id.ts), carries it as `h` and is stored in that channel,
  * so it is exactly as visible as the channel: anyone in the community for an open channel,
  * members only for a private one, on REQ, on the bridge and on live fan-out.
  * A deleted group's state events are soft-deleted with it. They get no `event_mentions` rows:
@@ -18,7 +18,7 @@
  */
 import { Inject, Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { ChannelMemberRole, DB } from '@buzz-relay/read-path';
 import { ChannelDetails, ChannelRepository } from './channel.repository.js';

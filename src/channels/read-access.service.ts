@@ -5,11 +5,11 @@
  * gates. The result is a ReadScope that the SQL applies before LIMIT.
  */
 import { Injectable } from '@nestjs/common';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { AUTHOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS } from '../events/kinds.js';
 import { ReadScope } from '../events/read-scope.js';
 import { ChannelAccessService } from './channel-access.service.js';
-import { channelIdsOf } from '../common/group-id.js';
+import { channelIdsOf } from '../nostr/group-id.js';
 
 export const MAX_EXPLICIT_CHANNELS = 128;
 const ENGRAM_KIND = 30174;

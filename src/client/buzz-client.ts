@@ -14,7 +14,7 @@
  * `ConnectionClosedError` and live subscriptions end through their `onClose`.
  */
 import WebSocket from 'ws';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { AuthFailedError, BuzzClientError, ConnectionClosedError, errorForClosed, RequestTimeoutError } from './client-errors.js';
 import { ClientKey, EventTemplate } from './client-key.js';
 import { ClientFilter, ClientTimers, PublishResult, SubscriptionSink, SYSTEM_TIMERS } from './client.types.js';

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { computeEventId } from '../events/event-validation.js';
 
 export interface EventTemplate {

@@ -1,5 +1,5 @@
 /** Wire shapes and injection points of the client helper. */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 
 /** A NIP-01 filter exactly as sent on the wire (`#e`, `#h`, … and the relay's extension fields included). */
 export interface ClientFilter {

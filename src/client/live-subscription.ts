@@ -6,7 +6,7 @@
  * events missed while it was closed. An EOSE resets the backoff. Any other `CLOSED` reason ends
  * it with a typed error.
  */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { resubscribeDelayMs } from './backoff.js';
 import { BuzzClientError, errorForClosed, isTransientForLiveSubscription } from './client-errors.js';
 import { ClientFilter, ClientTimers, SubscriptionSink } from './client.types.js';

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
 import { computeEventId } from '../events/event-validation.js';
-import { NostrEvent } from './nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 
 export class RelaySigner {
   private readonly secret: Uint8Array;

@@ -14,7 +14,7 @@
  * the search pool, then the rows by id) was what a flood of search COUNTs spent the relay's CPU on.
  */
 import { Injectable } from '@nestjs/common';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { EventQueryService, HistoryContext } from './event-query.service.js';
 import { matchesNothing } from './filter.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 
 export interface PublishedEvent {
   readonly communityId: string;

@@ -1,5 +1,5 @@
-import { BAD_GROUP_ID, channelIdOf } from '../common/group-id.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { BAD_GROUP_ID, channelIdOf } from '../nostr/group-id.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { visibilityOf } from '../channels/group-commands.service.js';
 import { deletionTarget, deriveChannel } from './event-derivation.js';
 import { Rejection } from './rejection.js';

@@ -2,8 +2,8 @@
  * What ingest derives from an event's tags: its channel, its NIP-10 thread
  * references and its mentions. Pure functions; lookups happen in the caller.
  */
-import { NostrEvent } from '../common/nostr.types.js';
-import { BAD_GROUP_ID, channelIdOf } from '../common/group-id.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
+import { BAD_GROUP_ID, channelIdOf } from '../nostr/group-id.js';
 import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;

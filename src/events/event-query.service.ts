@@ -11,7 +11,7 @@
  */
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DB, HistoryReadRejectedError, ReadShareExceededError, RoutedReader, WriterReadRejectedError } from '@buzz-relay/read-path';
 import type { RoutePath } from '@buzz-relay/read-path';
 import { forQuery, HEAVY_READ_TERMS } from '@buzz-relay/read-path/internal';

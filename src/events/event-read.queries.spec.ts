@@ -1,4 +1,4 @@
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { allStatementsGeneric, hasValueIndependentPlan } from './event-read.queries.js';
 import { communityWide, ReadScope } from './read-scope.js';
 

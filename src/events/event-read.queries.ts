@@ -7,8 +7,9 @@
  * matches.
  */
 import { RawBuilder, sql } from 'kysely';
-import { channelIdsOf } from '../common/group-id.js';
-import { isHex64, NostrFilter } from '../common/nostr.types.js';
+import { channelIdsOf } from '../nostr/group-id.js';
+import { isHex64 } from '../nostr/hex.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { GENERIC_PLAN } from '@buzz-relay/read-path/internal';
 import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
 import { ReadScope } from './read-scope.js';

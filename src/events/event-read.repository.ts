@@ -7,7 +7,7 @@
 import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder } from 'kysely';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { byteCapped, byteCappedETagPage, eTagPage, filterConditions, filterPredicate, hasETags, hasValueIndependentPlan, PageStatement, pageStatement, recentFloor, referencingCount } from './event-read.queries.js';
 import { ReadScope } from './read-scope.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { finalizeEvent, generateSecretKey, getEventHash } from 'nostr-tools/pure';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import {
   D_TAG_MAX_LEN,
   MAX_CONTENT_BYTES,

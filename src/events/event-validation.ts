@@ -3,8 +3,9 @@
  *
  * Every failure reason is an OK-message string starting with `invalid: `.
  */
-import { NostrEvent, isHex128, isHex64 } from '../common/nostr.types.js';
-import { unstorableText } from '../common/storable-text.js';
+import { isHex128, isHex64 } from '../nostr/hex.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
+import { unstorableText } from '../nostr/storable-text.js';
 import { isAddressable } from './kinds.js';
 
 /**
@@ -109,7 +110,7 @@ function firstTagLimitError(tags: string[][]): string | null {
 
 /**
  * Content and every tag element must be text the relay stores and gives back unchanged (see
- * `common/storable-text.ts`): a NUL or an unpaired surrogate would be refused by Postgres after
+ * `nostr/storable-text.ts`): a NUL or an unpaired surrogate would be refused by Postgres after
  * the checks, or stored altered and fail verification on read-back. The id, pubkey and sig are
  * hex by {@link parseEvent}, so these are the only free-text fields.
  */

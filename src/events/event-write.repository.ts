@@ -4,7 +4,7 @@
  */
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely, sql, Transaction } from 'kysely';
-import { isHex64 } from '../common/nostr.types.js';
+import { isHex64 } from '../nostr/hex.js';
 import { REPLICA_FLOOR_LOCK_KEY } from '@buzz-relay/read-path/internal';
 import { DatabaseMetrics, DB } from '@buzz-relay/read-path';
 import type { AdvisoryLockType } from '@buzz-relay/read-path/internal';

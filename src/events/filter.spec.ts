@@ -1,5 +1,5 @@
 import { matchFilter as nostrToolsMatch } from 'nostr-tools/filter';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import {
   MAX_FILTER_TERMS,
   MAX_FILTER_TIMESTAMP,

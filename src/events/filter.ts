@@ -19,11 +19,12 @@
  * - Values that would fail in Postgres rather than match nothing are refused here, so a client
  *   hears `invalid` and not a retryable database error: `since`/`until` past
  *   {@link MAX_FILTER_TIMESTAMP}, and a NUL or an unpaired surrogate in a tag name, a tag value
- *   or `search` (see `common/storable-text.ts`).
+ *   or `search` (see `nostr/storable-text.ts`).
  */
-import { channelIdOf } from '../common/group-id.js';
-import { NostrEvent, NostrFilter, isHex64 } from '../common/nostr.types.js';
-import { unstorableText } from '../common/storable-text.js';
+import { channelIdOf } from '../nostr/group-id.js';
+import { isHex64 } from '../nostr/hex.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
+import { unstorableText } from '../nostr/storable-text.js';
 
 export const MAX_FILTERS = 10;
 export const MAX_SUB_ID_BYTES = 256;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { heavyRead } from './event-query.service.js';
 import { parseFilter } from './filter.js';
 

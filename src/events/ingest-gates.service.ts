@@ -6,7 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DatabaseService } from '@buzz-relay/read-path';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';

@@ -5,7 +5,7 @@
  */
 import { jest } from '@jest/globals';
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { IngestContext, IngestService } from './ingest.service.js';

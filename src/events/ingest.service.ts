@@ -2,10 +2,11 @@
  * The write path shared by WebSocket EVENT and HTTP: ordered gates that each map
  * to an `OK` reason, then storage, then live fan-out of what was newly stored.
  */
-import { isNamedGroupId } from '../common/group-id.js';
+import { isNamedGroupId } from '../nostr/group-id.js';
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { isHex64, NostrEvent } from '../common/nostr.types.js';
+import { isHex64 } from '../nostr/hex.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DatabaseService, DB } from '@buzz-relay/read-path';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { deletionTarget, deriveChannel, lastHexTag, mentionsOf, threadRefsOf } from './event-derivation.js';

@@ -1,4 +1,4 @@
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { KindTarget, MAX_DIFF_CONTENT_BYTES, kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 
 const AUTHOR = 'a'.repeat(64);

@@ -3,7 +3,7 @@
  * event alone; `kindTargetError` also needs the event the edit or vote references, which the
  * caller looks up (on the writer) using `kindTargetOf`. Each returns an OK reason or undefined.
  */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { lastHexTag } from './event-derivation.js';
 import { KIND } from './kinds.js';
 import { TARGET_NOT_FOUND } from './rejection.js';

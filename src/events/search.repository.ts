@@ -4,9 +4,9 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
-import { channelIdsOf } from '../common/group-id.js';
+import { channelIdsOf } from '../nostr/group-id.js';
 import { filterPredicate } from './event-read.queries.js';
 import { EVENT_COLUMNS, scopeSql } from './event-sql.js';
 import { ReadScope } from './read-scope.js';

@@ -7,7 +7,7 @@
  */
 import { matchesNothing } from './filter.js';
 import { Injectable } from '@nestjs/common';
-import { NostrEvent, NostrFilter } from '../common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import type { RoutePath } from '@buzz-relay/read-path';
 import { BOUNDED, RoutedReader } from '@buzz-relay/read-path';
 import { ReadScope } from './read-scope.js';

@@ -3,7 +3,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { computeEventId } from './event-validation.js';
 import {
   REASON_BAD_PUBKEY,

@@ -1,4 +1,4 @@
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 
 /** An event ready for storage, with what ingest derived from it. */
 export interface StoredEventInput {

@@ -1,4 +1,4 @@
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { compileSql } from './event-sql.js';
 import { VISIBILITY_GATED_KINDS } from './kinds.js';
 import { eventVisibleToReader, visibilityFragment } from './visibility.js';

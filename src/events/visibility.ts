@@ -6,7 +6,7 @@
  * Both are derived from {@link visibilityRule}; a kind it does not name is visible to everyone
  * who can read its channel.
  */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { RawBuilder, sql } from 'kysely';
 import { asKysely, frag, joinFragments, sqlText, SqlFragment } from './event-sql.js';
 import { AUTHOR_ONLY_KINDS, ENGRAM_KINDS, MODERATOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS, SHARED_GATED_KINDS, VISIBILITY_GATED_KINDS } from './kinds.js';

@@ -38,7 +38,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { randomUUID } from 'node:crypto';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';

@@ -11,7 +11,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { RawBuilder, sql } from 'kysely';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DatabaseService } from '@buzz-relay/read-path';
 import { EVENT_COLUMNS, pageBound } from '../events/event-sql.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';

@@ -12,7 +12,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { counter } from '@buzz-relay/read-path/internal';
 import { presenceKey } from './redis-keys.js';
 import { RedisService } from './redis.service.js';

@@ -3,7 +3,7 @@ import { WebSocket } from 'ws';
 import { EventBus } from '../events/event-bus.js';
 import { communityWide } from '../events/read-scope.js';
 import { StoredEvent } from '../events/stored-event.js';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { HistoryOverlap } from './history-overlap.js';
 import { pageTarget, sendPageEose, sendPageTurn } from './history-page.js';
 import { LiveFanout } from './live-fanout.service.js';

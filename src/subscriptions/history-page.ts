@@ -9,7 +9,7 @@
  * of one app) sends those very bytes; another id builds its own frame around the row's JSON,
  * which StoredEvent builds once.
  */
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { HistoryOverlap } from './history-overlap.js';

@@ -13,7 +13,7 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
-import { NostrEvent } from '../common/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { matchFilter } from '../events/filter.js';
 import { eventVisibleToReader } from '../events/visibility.js';

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { communityWide } from '../events/read-scope.js';
 import { OutputBudget } from './output-budget.js';
 import { OutputEvents, RelayConnection, SLOW_CONSUMER, TERMINAL_RESERVE_BYTES } from './relay-connection.js';

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { ReadScope } from '../events/read-scope.js';
 import type { AuthHoldLimits } from '../config/app-config.js';
 import { AuthHold } from './auth-hold.js';

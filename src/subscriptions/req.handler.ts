@@ -7,7 +7,7 @@
  * atomic for the connection: that is the lifecycle lock.
  */
 import { Injectable } from '@nestjs/common';
-import { NostrFilter } from '../common/nostr.types.js';
+import { NostrFilter } from '../nostr/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '@buzz-relay/read-path';
 import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';

@@ -24,7 +24,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { bytesToHex } from 'nostr-tools/utils';
-import { channelIdOf } from '../../src/common/group-id.js';
+import { channelIdOf } from '../../src/nostr/group-id.js';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
 import { RelayFixture, startRelayFixture } from '../harness/relay-fixture.js';
 

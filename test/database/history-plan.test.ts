@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import { NostrFilter } from '../../src/common/nostr.types.js';
+import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { communityWide, ReadScope } from '../../src/events/read-scope.js';

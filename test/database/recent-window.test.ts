@@ -8,7 +8,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import { NostrFilter } from '../../src/common/nostr.types.js';
+import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { ensureFuturePartitions } from '../../packages/read-path/src/database/partition-manager.js';
 import { allStatementsGeneric, RECENT_WINDOW_SECS } from '../../src/events/event-read.queries.js';

@@ -6,7 +6,7 @@
  * counts that follow deletions and the live 39005. Every state change is read back on the writer
  * and on the streaming replica; stored / not stored is checked on the writer.
  */
-import { BAD_GROUP_ID, channelIdOf } from '../../src/common/group-id.js';
+import { BAD_GROUP_ID, channelIdOf } from '../../src/nostr/group-id.js';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { getPublicKey, verifyEvent, type Event, type VerifiedEvent } from 'nostr-tools/pure';

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { sql, type Kysely } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import type { DB } from '../../packages/read-path/src/database/database.types.js';
-import type { NostrFilter } from '../../src/common/nostr.types.js';
+import type { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService } from '../../src/events/event-query.service.js';

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
-import { NostrEvent, NostrFilter } from '../../src/common/nostr.types.js';
+import { NostrEvent, NostrFilter } from '../../src/nostr/nostr.types.js';
 import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService, HistoryContext } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';

@@ -24,7 +24,7 @@ import { Pool } from 'pg';
 import * as refsMigration from '../../packages/read-path/migrations/0016_event_refs.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS } from '../../src/bridge/bridge-query.service.js';
 import { BridgeReadsRepository } from '../../src/bridge/bridge-reads.repository.js';
-import { NostrFilter } from '../../src/common/nostr.types.js';
+import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';

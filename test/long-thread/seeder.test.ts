@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { ClientKey } from '../../src/client/client-key.js';
-import { NostrEvent } from '../../src/common/nostr.types.js';
+import { NostrEvent } from '../../src/nostr/nostr.types.js';
 import { PacedPublisher, SeedRefusedError } from '../../scripts/lib/paced-publisher.js';
 import { loopbackRelayUrl, parseSeedOptions, SeedUsageError } from '../../scripts/lib/seed-options.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';

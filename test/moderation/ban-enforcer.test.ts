@@ -9,7 +9,7 @@
 import { jest } from '@jest/globals';
 import { WebSocket } from 'ws';
 import type { AppConfig } from '../../src/config/app-config.js';
-import { NostrFilter } from '../../src/common/nostr.types.js';
+import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate, BANNED_REASON } from '../../src/moderation/ban-gate.service.js';

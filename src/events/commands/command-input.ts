@@ -2,7 +2,7 @@
  * Shared checks of the executed (never stored) command kinds: a fresh timestamp, since a
  * command that is not stored can only be replayed, and exactly one well-formed target `p` tag.
  */
-import { NostrEvent } from '../../common/nostr.types.js';
+import { NostrEvent } from '../../nostr/nostr.types.js';
 import { reject } from '../rejection.js';
 
 /** A command must be signed within this many seconds of the relay's clock (NIP-42's window twice over). */

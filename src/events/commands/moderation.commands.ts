@@ -10,7 +10,7 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../../common/nostr.types.js';
+import { NostrEvent } from '../../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { BanNotices } from '../../moderation/ban-notices.js';
 import { ModerationQueueRepository, NewAction } from '../../moderation/moderation-queue.repository.js';

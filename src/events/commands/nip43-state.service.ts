@@ -7,7 +7,7 @@
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { RelaySigner } from '../../common/relay-signer.js';
-import { NostrEvent } from '../../common/nostr.types.js';
+import { NostrEvent } from '../../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';

@@ -8,7 +8,7 @@
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../../common/nostr.types.js';
+import { NostrEvent } from '../../nostr/nostr.types.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/config.tokens.js';
 import { DB } from '@buzz-relay/read-path';

@@ -7,7 +7,7 @@
  * a key. A target the reporter cannot read is "not found", like a missing one. An `x` (media blob) target cannot resolve: this relay keeps no media.
  */
 import { Injectable } from '@nestjs/common';
-import { NostrEvent } from '../../common/nostr.types.js';
+import { NostrEvent } from '../../nostr/nostr.types.js';
 import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
 import { reject, TARGET_NOT_FOUND } from '../rejection.js';

@@ -1,5 +1,5 @@
 /**
- * Core Nostr wire types (NIP-01) and the hex helpers every layer shares.
+ * Core Nostr wire types (NIP-01). The hex helpers are in `hex.ts`.
  *
  * Everything here is pure: no I/O, no NestJS.
  */
@@ -40,34 +40,4 @@ export interface NostrFilter {
   before_id?: string;
   tags: Record<string, string[]>;
   extensions: Record<string, unknown>;
-}
-
-const HEX64 = /^[0-9a-f]{64}$/;
-const HEX128 = /^[0-9a-f]{128}$/;
-const ANY_HEX = /^(?:[0-9a-fA-F]{2})*$/;
-
-/** True for exactly 64 lowercase hex characters (an event id or a pubkey). */
-export function isHex64(value: unknown): value is string {
-  return typeof value === 'string' && HEX64.test(value);
-}
-
-/** True for exactly 128 lowercase hex characters (a Schnorr signature). */
-export function isHex128(value: unknown): value is string {
-  return typeof value === 'string' && HEX128.test(value);
-}
-
-/**
- * Decode hex into a Buffer. Throws on odd length or non-hex characters instead of silently
- * truncating the way `Buffer.from(hex, 'hex')` does.
- */
-export function hexToBuf(hex: string): Buffer {
-  if (!ANY_HEX.test(hex)) {
-    throw new TypeError('hexToBuf: input is not an even-length hex string');
-  }
-  return Buffer.from(hex, 'hex');
-}
-
-/** Encode bytes as lowercase hex. */
-export function bufToHex(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }

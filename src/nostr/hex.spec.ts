@@ -1,4 +1,4 @@
-import { bufToHex, hexToBuf, isHex128, isHex64 } from './nostr.types.js';
+import { bufToHex, hexToBuf, isHex128, isHex64 } from './hex.js';
 
 describe('hex helpers', () => {
   it('isHex64 accepts exactly 64 lowercase hex characters', () => {
