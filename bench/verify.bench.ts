@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { NostrEvent } from '../src/nostr/nostr.types.js';
-import { computeEventId } from '../src/events/event-validation.js';
+import { computeEventId } from '../src/nostr/event-id.js';
 import { SignatureVerifier, verifyEventSync } from '../src/events/signature-verifier.js';
 import { SchnorrBackend, selectSchnorrBackend } from '../src/events/signature.worker.js';
 

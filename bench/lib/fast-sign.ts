@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { pointFromScalar, signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { NostrEvent } from '../../src/nostr/nostr.types.js';
-import { computeEventId } from '../../src/events/event-validation.js';
+import { computeEventId } from '../../src/nostr/event-id.js';
 
 export interface FastSigner {
   readonly sk: Uint8Array;

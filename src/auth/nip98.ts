@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { NostrEvent } from '../nostr/nostr.types.js';
-import { parseEvent } from '../events/event-validation.js';
+import { parseEvent } from '../nostr/event-validation.js';
 import { isLoopbackHost } from '../tenancy/host.js';
 
 export const NIP98_KIND = 27235;

@@ -1,6 +1,6 @@
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { parseFilter } from '../events/filter.js';
+import { parseFilter } from '../nostr/filter.js';
 
 export const MAX_BRIDGE_FILTERS = 10;
 export const MAX_EXPLICIT_CHANNELS = 128;

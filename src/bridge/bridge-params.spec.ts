@@ -1,6 +1,6 @@
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { MAX_FILTER_TIMESTAMP, parseFilter } from '../events/filter.js';
+import { MAX_FILTER_TIMESTAMP, parseFilter } from '../nostr/filter.js';
 import { branchOf, catchAllParams, feedTypes, MAX_PAGE_OFFSET, searchParams, threadParams, threadWindowRequest, validateExtensions, windowParams } from './bridge-params.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 

@@ -6,7 +6,7 @@
 import { channelIdOf } from '../nostr/group-id.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../events/filter.js';
+import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../nostr/filter.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 /** 9999-12-31T23:59:59Z, the largest timestamp Postgres `to_timestamp` round-trips for us. */

@@ -13,7 +13,7 @@ import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { EventQueryService, HISTORY_PAGE_LEASE_BYTES } from '../events/event-query.service.js';
-import { matchFilter } from '../events/filter.js';
+import { matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';

@@ -18,7 +18,7 @@ import { Kysely } from 'kysely';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { ChannelMemberRole, ChannelVisibility, DB } from '@buzz-relay/read-path';
 import { deletionTarget } from '../events/event-derivation.js';
-import { NIP29_COMMAND_KINDS } from '../events/kinds.js';
+import { NIP29_COMMAND_KINDS } from '../nostr/kinds.js';
 import { reject } from '../events/rejection.js';
 import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
 import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';

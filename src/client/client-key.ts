@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
 import { NostrEvent } from '../nostr/nostr.types.js';
-import { computeEventId } from '../events/event-validation.js';
+import { computeEventId } from '../nostr/event-id.js';
 
 export interface EventTemplate {
   kind: number;

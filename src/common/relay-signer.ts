@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
-import { computeEventId } from '../events/event-validation.js';
+import { computeEventId } from '../nostr/event-id.js';
 import { NostrEvent } from '../nostr/nostr.types.js';
 
 export class RelaySigner {

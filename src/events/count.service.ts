@@ -17,7 +17,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { EventQueryService, HistoryContext } from './event-query.service.js';
-import { matchesNothing } from './filter.js';
+import { matchesNothing } from '../nostr/filter.js';
 import { ReadScope } from './read-scope.js';
 import { SearchRepository } from './search.repository.js';
 

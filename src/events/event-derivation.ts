@@ -4,7 +4,7 @@
  */
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { BAD_GROUP_ID, channelIdOf } from '../nostr/group-id.js';
-import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from './kinds.js';
+import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from '../nostr/kinds.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 

@@ -4,7 +4,7 @@
  * filters are pushed down to the GIN index (`#e` ids to the event_refs table instead, `#h` to the
  * channel scope).
  */
-import { matchesNothing } from './filter.js';
+import { matchesNothing } from '../nostr/filter.js';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery, Kysely, RawBuilder } from 'kysely';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { heavyRead } from './event-query.service.js';
-import { parseFilter } from './filter.js';
+import { parseFilter } from '../nostr/filter.js';
 
 function parsed(raw: unknown): NostrFilter {
   const result = parseFilter(raw);

@@ -9,7 +9,7 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { IngestGates } from './ingest-gates.service.js';
 import { IngestContext, IngestService } from './ingest.service.js';
-import { KIND } from './kinds.js';
+import { KIND } from '../nostr/kinds.js';
 import { REASON_BAD_SIGNATURE, SignatureVerifier, VerifyResult } from './signature-verifier.js';
 
 const author = generateSecretKey();

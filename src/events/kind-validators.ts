@@ -5,7 +5,7 @@
  */
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { lastHexTag } from './event-derivation.js';
-import { KIND } from './kinds.js';
+import { KIND } from '../nostr/kinds.js';
 import { TARGET_NOT_FOUND } from './rejection.js';
 
 /** Diff content cap, UTF-8 bytes: the spec's "≤60 KB" read as 60 KiB. */

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { pointFromScalar, signSchnorr, verifySchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { VERIFY_CODE, selectSchnorrBackend, verifyEventCore } from './signature.worker.js';
-import { computeEventId } from './event-validation.js';
+import { computeEventId } from '../nostr/event-id.js';
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const P = 0xfffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2fn;
@@ -110,5 +110,18 @@ describe('BIP-340 backends', () => {
     }
     expect(verdicts.filter(([n, w]) => n !== w)).toEqual([]);
     expect(verdicts.filter(([n]) => n === VERIFY_CODE.OK).length).toBeGreaterThanOrEqual(150);
+  });
+});
+
+describe('the worker id', () => {
+  it('is the id nostr/event-id.ts computes, on control, unicode and lone-surrogate text', () => {
+    const sk = randomBytes(32);
+    const pubkey = Buffer.from(xOnlyPointFromScalar(sk)).toString('hex');
+    for (const content of ['', '\n"\\\r\t\b\f\u0001\u007f', '\u2028\u2029 😀 ünïcödé', '\ud800 lone \udfff']) {
+      const unsigned = { pubkey, created_at: 1_700_000_000, kind: 9, tags: [['h', content], ['e', 'a'.repeat(64), '', 'root']], content };
+      const id = computeEventId(unsigned);
+      const sig = Buffer.from(signSchnorr(Buffer.from(id, 'hex'), sk, randomBytes(32))).toString('hex');
+      expect({ content, code: verifyEventCore({ ...unsigned, id, sig }) }).toEqual({ content, code: VERIFY_CODE.OK });
+    }
   });
 });

@@ -5,7 +5,7 @@
  * unproved row is ever shown. The hydration is a history read: capped and shed like
  * the others.
  */
-import { matchesNothing } from './filter.js';
+import { matchesNothing } from '../nostr/filter.js';
 import { Injectable } from '@nestjs/common';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import type { RoutePath } from '@buzz-relay/read-path';

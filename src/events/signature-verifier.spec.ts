@@ -4,7 +4,7 @@ import type { Worker } from 'node:worker_threads';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { NostrEvent } from '../nostr/nostr.types.js';
-import { computeEventId } from './event-validation.js';
+import { computeEventId } from '../nostr/event-id.js';
 import {
   REASON_BAD_PUBKEY,
   REASON_BAD_SIGNATURE,

@@ -68,17 +68,10 @@ export interface VerifyBatchRequest {
 export type WorkerReply = { type: 'ready' } | { type: 'result'; batchId: number; codes: Uint8Array };
 
 /**
- * Lowercase hex SHA-256 of the NIP-01 serialisation `[0,pubkey,created_at,kind,tags,content]`.
- *
- * `JSON.stringify` is the NIP-01 serialiser in practice: no whitespace, the short escapes for
- * `"` `\` `\n` `\r` `\t` `\b` `\f`, `\u00XX` for the other C0 controls, every other character
- * (U+2028/2029, non-BMP) verbatim and lone surrogates as `\uXXXX`. That is byte-for-byte what
- * nostr-tools' `getEventHash` hashes; `event-validation.spec.ts` checks it on control and unicode
- * content.
+ * The NIP-01 id: the same two lines as `computeEventId` in `nostr/event-id.ts` (see there), kept
+ * here because this file may import nothing but built-ins and tiny-secp256k1.
  */
-export function computeEventId(
-  ev: Pick<VerifiableEvent, 'pubkey' | 'created_at' | 'kind' | 'tags' | 'content'>,
-): string {
+function computeEventId(ev: Pick<VerifiableEvent, 'pubkey' | 'created_at' | 'kind' | 'tags' | 'content'>): string {
   const canonical = JSON.stringify([0, ev.pubkey, ev.created_at, ev.kind, ev.tags, ev.content]);
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }

@@ -1,6 +1,6 @@
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { compileSql } from './event-sql.js';
-import { VISIBILITY_GATED_KINDS } from './kinds.js';
+import { VISIBILITY_GATED_KINDS } from '../nostr/kinds.js';
 import { eventVisibleToReader, visibilityFragment } from './visibility.js';
 
 const alice = 'a'.repeat(64);

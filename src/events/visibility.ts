@@ -9,7 +9,7 @@
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { RawBuilder, sql } from 'kysely';
 import { asKysely, frag, joinFragments, sqlText, SqlFragment } from './event-sql.js';
-import { AUTHOR_ONLY_KINDS, ENGRAM_KINDS, MODERATOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS, SHARED_GATED_KINDS, VISIBILITY_GATED_KINDS } from './kinds.js';
+import { AUTHOR_ONLY_KINDS, ENGRAM_KINDS, MODERATOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS, SHARED_GATED_KINDS, VISIBILITY_GATED_KINDS } from '../nostr/kinds.js';
 
 /**
  * - `nobody`: no client read path serves it (reports, 1984);

@@ -21,7 +21,7 @@ export interface NostrEvent {
 }
 
 /**
- * A parsed NIP-01 REQ/COUNT filter (see `parseFilter` in `events/filter.ts`).
+ * A parsed NIP-01 REQ/COUNT filter (see `parseFilter` in `filter.ts`).
  *
  * `tags` holds the `#<name>` entries keyed by the name without `#` (single- or multi-letter,
  * e.g. `e`, `h`, `buzz-channel`). `extensions` keeps every field the standard parser does not

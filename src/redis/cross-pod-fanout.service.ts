@@ -42,7 +42,7 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
-import { parseEvent } from '../events/event-validation.js';
+import { parseEvent } from '../nostr/event-validation.js';
 import { counter } from '@buzz-relay/read-path/internal';
 import { GapCursor, GapFillRepository } from './gap-fill.repository.js';
 import { communityOfFanoutPattern, fanoutTopic, isFanoutTopic } from './redis-keys.js';

@@ -1,4 +1,4 @@
-import { parseClientMessage } from '../events/filter.js';
+import { parseClientMessage } from '../nostr/client-message.js';
 import { MemoryPool } from '../memory/memory-budget.js';
 import { AuthHold, HeldMessage } from './auth-hold.js';
 

@@ -18,7 +18,7 @@
  * each within its own bounds still cannot hold more than the pool in all.
  */
 import type { AuthHoldLimits } from '../config/app-config.js';
-import { ClientMessage, InvalidClientMessage, parseClientMessage } from '../events/filter.js';
+import { ClientMessage, InvalidClientMessage, parseClientMessage } from '../nostr/client-message.js';
 import type { MemoryPool } from '../memory/memory-budget.js';
 
 export type HeldMessage = Exclude<ClientMessage, { type: 'AUTH' }> | InvalidClientMessage;

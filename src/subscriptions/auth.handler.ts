@@ -3,7 +3,7 @@ import { authEventProblem } from '../auth/nip42.js';
 import { ownerProof } from '../auth/nip-oa.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { parseEvent } from '../events/event-validation.js';
+import { parseEvent } from '../nostr/event-validation.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';

@@ -15,7 +15,7 @@ import { ChannelAccessService } from '../channels/channel-access.service.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
-import { matchFilter } from '../events/filter.js';
+import { matchFilter } from '../nostr/filter.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { LifecycleState } from '../health/lifecycle-state.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';

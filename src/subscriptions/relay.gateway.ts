@@ -10,7 +10,7 @@ import { PinoLogger } from 'nestjs-pino';
 import { RawData, WebSocket } from 'ws';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { parseClientMessage } from '../events/filter.js';
+import { parseClientMessage } from '../nostr/client-message.js';
 import { LifecycleState } from '../health/lifecycle-state.js';
 import { MemoryBudget } from '../memory/memory-budget.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';

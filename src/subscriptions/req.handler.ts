@@ -12,7 +12,7 @@ import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '@buzz-relay/read-path';
 import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
 import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
-import { effectiveLimit, matchFilter } from '../events/filter.js';
+import { effectiveLimit, matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';

@@ -7,7 +7,7 @@
  */
 import { Pool } from 'pg';
 import { compileSql, joinFragments, sqlText } from '../../src/events/event-sql.js';
-import { VISIBILITY_GATED_KINDS } from '../../src/events/kinds.js';
+import { VISIBILITY_GATED_KINDS } from '../../src/nostr/kinds.js';
 import { eventVisibleToReader, visibilityFragment } from '../../src/events/visibility.js';
 import type { NostrEvent } from '../../src/nostr/nostr.types.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';

@@ -18,7 +18,7 @@ import { ModerationRepository } from '../../moderation/moderation.repository.js'
 import { outranks, RANK, relayRank } from '../../moderation/ranks.js';
 import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
-import { KIND } from '../kinds.js';
+import { KIND } from '../../nostr/kinds.js';
 import { reject } from '../rejection.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';

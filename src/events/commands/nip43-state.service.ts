@@ -12,7 +12,7 @@ import { DB } from '@buzz-relay/read-path';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
 import { EventWriter } from '../event-writer.service.js';
-import { KIND } from '../kinds.js';
+import { KIND } from '../../nostr/kinds.js';
 
 export type MembershipDelta = typeof KIND.NIP43_MEMBER_ADDED | typeof KIND.NIP43_MEMBER_REMOVED;
 

@@ -20,7 +20,7 @@ import { TenancyService } from '../../tenancy/tenancy.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { EventBus } from '../event-bus.js';
 import { EventWriter } from '../event-writer.service.js';
-import { KIND } from '../kinds.js';
+import { KIND } from '../../nostr/kinds.js';
 import { reject } from '../rejection.js';
 import { requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';

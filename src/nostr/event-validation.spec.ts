@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { finalizeEvent, generateSecretKey, getEventHash } from 'nostr-tools/pure';
-import { NostrEvent } from '../nostr/nostr.types.js';
+import { computeEventId } from './event-id.js';
+import { NostrEvent } from './nostr.types.js';
 import {
   D_TAG_MAX_LEN,
   MAX_CONTENT_BYTES,
@@ -9,7 +10,6 @@ import {
   MAX_TAGS,
   checkEventLimits,
   checkStorableText,
-  computeEventId,
   parseEvent,
 } from './event-validation.js';
 

@@ -3,16 +3,10 @@
  *
  * Every failure reason is an OK-message string starting with `invalid: `.
  */
-import { isHex128, isHex64 } from '../nostr/hex.js';
-import { NostrEvent } from '../nostr/nostr.types.js';
-import { unstorableText } from '../nostr/storable-text.js';
+import { isHex128, isHex64 } from './hex.js';
+import { NostrEvent } from './nostr.types.js';
+import { unstorableText } from './storable-text.js';
 import { isAddressable } from './kinds.js';
-
-/**
- * The canonical NIP-01 id. It lives in the self-contained worker file so the main thread and the
- * verification workers hash with the very same code.
- */
-export { computeEventId } from './signature.worker.js';
 
 /** `|created_at − now|` bound, seconds (§7 "Event created_at window"). */
 export const MAX_CREATED_AT_DRIFT_SECS = 900;
