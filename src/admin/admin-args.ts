@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { AppConfig } from '../config/app-config.js';
-import { parsePubkey } from '../common/npub.js';
+import { parsePubkey } from '../nostr/npub.js';
 import { normalizeHost } from '../tenancy/host.js';
 
 export const USAGE = `usage: npm run admin -- <command> [options]

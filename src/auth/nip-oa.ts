@@ -19,10 +19,9 @@
 import { createHash } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
 import { NostrEvent } from '../nostr/nostr.types.js';
+import { isHex128, isHex64 } from '../nostr/hex.js';
 
 export const AUTH_TAG_PREFIX = 'nostr:agent-auth:';
-const HEX64 = /^[0-9a-f]{64}$/;
-const HEX128 = /^[0-9a-f]{128}$/;
 const CANONICAL_DECIMAL = /^(0|[1-9][0-9]*)$/;
 const KIND_MAX = 65_535;
 const TIMESTAMP_MAX = 4_294_967_295;
@@ -42,8 +41,8 @@ export function ownerProof(ev: NostrEvent): OwnerProof {
 export function verifyAuthTag(tag: readonly string[], agent: string, at: number): OwnerProof {
   if (tag.length !== 4) return invalid('an auth tag has exactly four elements');
   const [, owner, conditions, sig] = tag;
-  if (!HEX64.test(owner)) return invalid('owner must be 64 lowercase hex');
-  if (!HEX128.test(sig)) return invalid('signature must be 128 lowercase hex');
+  if (!isHex64(owner)) return invalid('owner must be 64 lowercase hex');
+  if (!isHex128(sig)) return invalid('signature must be 128 lowercase hex');
   if (owner === agent) return invalid('owner and agent must differ');
   const clauses = parseConditions(conditions);
   if (typeof clauses === 'string') return invalid(clauses);

@@ -7,8 +7,8 @@ import { channelIdOf } from '../nostr/group-id.js';
 import { HttpError } from '../common/http-error.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { effectiveLimit, MAX_FILTER_TIMESTAMP } from '../nostr/filter.js';
+import { isHex64 } from '../nostr/hex.js';
 
-const HEX64 = /^[0-9a-f]{64}$/;
 /** 9999-12-31T23:59:59Z, the largest timestamp Postgres `to_timestamp` round-trips for us. */
 const MAX_UNIX_SECONDS = 253_402_300_799;
 
@@ -23,7 +23,7 @@ export function branchOf(f: NostrFilter): Branch {
   if (f.kinds?.length === 1 && f.kinds[0] === 20001) return 'presence';
   if (f.extensions.top_level === true) return 'window';
   if (Array.isArray(f.extensions.feed_types)) return 'feed';
-  if (f.extensions.depth_limit !== undefined && f.tags.e?.length === 1 && HEX64.test(f.tags.e[0])) return 'thread';
+  if (f.extensions.depth_limit !== undefined && f.tags.e?.length === 1 && isHex64(f.tags.e[0])) return 'thread';
   return 'catchall';
 }
 
@@ -39,7 +39,7 @@ export function windowParams(f: NostrFilter): WindowParams {
   const channelId = f.tags.h?.length === 1 ? channelIdOf(f.tags.h[0]) : undefined;
   if (channelId === undefined) throw new HttpError(400, 'top_level requires exactly one #h channel');
   const beforeId = f.before_id ?? f.extensions.before_id;
-  if (beforeId !== undefined && (typeof beforeId !== 'string' || !HEX64.test(beforeId))) {
+  if (beforeId !== undefined && !isHex64(beforeId)) {
     throw new HttpError(400, 'top_level: before_id must be a 64-hex event id');
   }
   if ((f.until === undefined) !== (beforeId === undefined)) {
@@ -80,7 +80,7 @@ export function threadParams(f: NostrFilter): ThreadParams {
   const at = f.extensions.thread_cursor ?? f.extensions.threadCursor;
   const id = f.extensions.thread_cursor_id ?? f.extensions.threadCursorId;
   if (at !== undefined && (typeof at !== 'number' || !Number.isInteger(at) || at < 0 || at > MAX_FILTER_TIMESTAMP)) throw new HttpError(400, 'invalid filters: thread_cursor must be unix seconds');
-  if (id !== undefined && (typeof id !== 'string' || !HEX64.test(id))) throw new HttpError(400, 'invalid filters: thread_cursor_id must be a 64-hex event id');
+  if (id !== undefined && !isHex64(id)) throw new HttpError(400, 'invalid filters: thread_cursor_id must be a 64-hex event id');
   return {
     rootId: f.tags.e![0],
     depthLimit: Math.min(depth, 1000),
@@ -123,7 +123,7 @@ function windowCursor(raw: unknown): ThreadWindowRequest['cursor'] {
   if (raw === undefined || raw === null) return undefined;
   const c = raw as { created_at?: unknown; id?: unknown };
   const at = c.created_at;
-  if (typeof raw !== 'object' || Array.isArray(raw) || typeof at !== 'number' || !Number.isInteger(at) || at < 0 || at > MAX_UNIX_SECONDS || typeof c.id !== 'string' || !HEX64.test(c.id)) {
+  if (typeof raw !== 'object' || Array.isArray(raw) || typeof at !== 'number' || !Number.isInteger(at) || at < 0 || at > MAX_UNIX_SECONDS || !isHex64(c.id)) {
     throw new HttpError(400, 'invalid filters: thread_window cursor must be {"created_at": unix seconds, "id": 64-hex event id}');
   }
   return { createdAt: at, id: c.id };

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { CoalescingLoader } from '../common/coalescing-loader.js';
 import { AccessKey, accessKey, ChannelRepository } from './channel.repository.js';
+import { isCanonicalUuid } from '../nostr/group-id.js';
 
 export const ACCESS_CACHE_TTL_MS = 10_000;
 const ACCESS_CACHE_MAX = 50_000;
 /** Most keys one coalesced access statement reads, and most such statements at once. */
 const ACCESS_BATCH_MAX = 1000;
 const ACCESS_CONCURRENCY = 2;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 type Confirmation = AccessKey & { readonly channelId: string };
 
@@ -83,7 +83,7 @@ export class ChannelAccessService {
 
   /** The uncached confirmation (never cached; concurrent ones for the same triple share a query). */
   private canReadUncached(communityId: string, channelId: string, pubkey: string): Promise<boolean> {
-    if (!UUID.test(channelId)) return Promise.resolve(false);
+    if (!isCanonicalUuid(channelId)) return Promise.resolve(false);
     return this.confirmations.get({ communityId, pubkey, channelId });
   }
 }

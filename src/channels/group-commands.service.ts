@@ -25,6 +25,7 @@ import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
 import { isNamedGroupId } from '../nostr/group-id.js';
 import { TtlMap } from '../redis/ttl-map.js';
+import { isHex64 } from '../nostr/hex.js';
 
 export const GROUP_KINDS = {
   PUT_USER: 9000,
@@ -40,7 +41,6 @@ export const GROUP_KINDS = {
 
 
 const MEMBER_ROLES: ReadonlySet<string> = new Set<ChannelMemberRole>(['owner', 'admin', 'member', 'guest', 'bot']);
-const HEX64 = /^[0-9a-f]{64}$/;
 
 /** Invite bounds: codes per 9009, code length, unspent codes per channel, lifetime. */
 export const INVITE_LIMITS = {
@@ -314,12 +314,12 @@ export function visibilityOf(ev: NostrEvent): ChannelVisibility | undefined {
 }
 
 function pTargets(ev: NostrEvent): Array<{ pubkey: string; role: string | undefined }> {
-  const targets = ev.tags.filter((t) => t[0] === 'p' && HEX64.test(t[1] ?? '')).map((t) => ({ pubkey: t[1], role: t[2] }));
+  const targets = ev.tags.filter((t) => t[0] === 'p' && isHex64(t[1])).map((t) => ({ pubkey: t[1], role: t[2] }));
   if (targets.length === 0) reject('invalid: command needs at least one p tag');
   return targets;
 }
 
 /** The well-formed `p` keys of a command, each once (their ranks are read before the tags are judged). */
 function pKeys(ev: NostrEvent): string[] {
-  return [...new Set(ev.tags.filter((t) => t[0] === 'p' && HEX64.test(t[1] ?? '')).map((t) => t[1]))];
+  return [...new Set(ev.tags.filter((t) => t[0] === 'p' && isHex64(t[1])).map((t) => t[1]))];
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as ecc from 'tiny-secp256k1';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { computeEventId } from '../nostr/event-id.js';
+import { lowerHex64 } from '../nostr/hex.js';
 
 export interface EventTemplate {
   kind: number;
@@ -20,7 +21,7 @@ export class ClientKey {
 
   /** `secret` as 32 bytes or 64 hex characters. */
   constructor(secret: Uint8Array | string) {
-    if (typeof secret === 'string' && !/^[0-9a-fA-F]{64}$/.test(secret)) throw new Error('secret key must be 64 hex characters');
+    if (typeof secret === 'string' && lowerHex64(secret) === undefined) throw new Error('secret key must be 64 hex characters');
     const bytes = typeof secret === 'string' ? Buffer.from(secret, 'hex') : secret;
     if (bytes.length !== 32 || !ecc.isPrivate(bytes)) throw new Error('secret key must be a valid 32-byte secp256k1 scalar (64 hex characters)');
     this.secret = Uint8Array.from(bytes);

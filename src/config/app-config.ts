@@ -7,6 +7,7 @@ import { getHeapStatistics } from 'node:v8';
 import { MEMORY_SHARES } from '../memory/memory-budget.js';
 import proxyaddr from '@fastify/proxy-addr';
 import { ConfigError, EnvReader } from './env-reader.js';
+import { isHex64 } from '../nostr/hex.js';
 
 export interface DatabaseConfig {
   /** Writer (and fence-probe) connection string; undefined = start the embedded default. */
@@ -500,17 +501,16 @@ function httpTimeouts(r: EnvReader): HttpTimeouts {
   };
 }
 
-const PUBKEY_HEX = /^[0-9a-f]{64}$/;
 
 /** The owner (warned about and ignored when invalid) and the operators (fail hard when invalid). */
 function relayAuthorities(r: EnvReader): Pick<AppConfig, 'relayOwnerPubkey' | 'relayOperatorPubkeys' | 'warnings'> {
   const warnings: string[] = [];
   const rawOwner = r.string('RELAY_OWNER_PUBKEY', '').trim().toLowerCase();
   let relayOwnerPubkey: string | undefined;
-  if (PUBKEY_HEX.test(rawOwner)) relayOwnerPubkey = rawOwner;
+  if (isHex64(rawOwner)) relayOwnerPubkey = rawOwner;
   else if (rawOwner !== '') warnings.push('RELAY_OWNER_PUBKEY is not a 64-hex pubkey; ignored (no configured relay owner)');
   const relayOperatorPubkeys = r.list('RELAY_OPERATOR_PUBKEYS', []);
-  const bad = relayOperatorPubkeys.filter((pk) => !PUBKEY_HEX.test(pk));
+  const bad = relayOperatorPubkeys.filter((pk) => !isHex64(pk));
   if (bad.length > 0) r.fail('RELAY_OPERATOR_PUBKEYS', `must be comma-separated 64-hex pubkeys; ${bad.length} entr${bad.length === 1 ? 'y is' : 'ies are'} not`);
   return { relayOwnerPubkey, relayOperatorPubkeys: [...new Set(relayOperatorPubkeys)], warnings };
 }

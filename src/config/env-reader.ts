@@ -2,6 +2,8 @@
  * Typed accessors over an environment map. Every problem is collected, so one
  * start-up attempt reports all bad variables at once, each with its accepted range.
  */
+import { isHex64 } from '../nostr/hex.js';
+
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
     super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -69,7 +71,7 @@ export class EnvReader {
   hex64(name: string): string | undefined {
     const raw = this.raw(name)?.toLowerCase();
     if (raw === undefined) return undefined;
-    if (!/^[0-9a-f]{64}$/.test(raw)) {
+    if (!isHex64(raw)) {
       this.fail(name, 'must be 64 hex characters (a 32-byte secret key)');
       return undefined;
     }

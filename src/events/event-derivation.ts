@@ -5,8 +5,7 @@
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { BAD_GROUP_ID, channelIdOf } from '../nostr/group-id.js';
 import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from '../nostr/kinds.js';
-
-const HEX64 = /^[0-9a-f]{64}$/;
+import { isHex64 } from '../nostr/hex.js';
 
 export type ChannelDerivation =
   | { ok: true; channelId: string | null; fromTarget: string | undefined; fromCoordinate?: { kind: number; pubkey: string; d: string } }
@@ -60,7 +59,7 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
  * a top-level message.
  */
 export function threadRefsOf(event: NostrEvent): { parent: string; root: string } | null {
-  const eTags = event.tags.filter((t) => t[0] === 'e' && HEX64.test(t[1] ?? ''));
+  const eTags = event.tags.filter((t) => t[0] === 'e' && isHex64(t[1]));
   if (eTags.length === 0) return null;
   const marked = (m: string) => eTags.find((t) => t[3] === m)?.[1];
   const root = marked('root');
@@ -72,7 +71,7 @@ export function threadRefsOf(event: NostrEvent): { parent: string; root: string 
 /** Lowercase pubkeys of well-formed `p` tags, each once. */
 export function mentionsOf(event: NostrEvent): string[] {
   const out = new Set<string>();
-  for (const t of event.tags) if (t[0] === 'p' && HEX64.test(t[1] ?? '')) out.add(t[1]);
+  for (const t of event.tags) if (t[0] === 'p' && isHex64(t[1])) out.add(t[1]);
   return [...out];
 }
 
@@ -80,7 +79,7 @@ export function mentionsOf(event: NostrEvent): string[] {
 export function lastHexTag(event: NostrEvent, name: string): string | undefined {
   for (let i = event.tags.length - 1; i >= 0; i--) {
     const t = event.tags[i];
-    if (t[0] === name && HEX64.test(t[1] ?? '')) return t[1];
+    if (t[0] === name && isHex64(t[1])) return t[1];
   }
   return undefined;
 }
@@ -95,7 +94,7 @@ export function deletionTarget(ev: NostrEvent): DeletionTarget {
   const targets = ev.tags.filter((t) => t[0] === 'e' || t[0] === 'a');
   if (targets.length !== 1) return { ok: false, reason: `invalid: deletion must have exactly one e or a target (got ${targets.length})` };
   const [name, value] = targets[0];
-  if (name === 'e') return HEX64.test(value ?? '') ? { ok: true, id: value } : { ok: false, reason: 'invalid: deletion e tag must be a 64-hex event id' };
+  if (name === 'e') return isHex64(value) ? { ok: true, id: value } : { ok: false, reason: 'invalid: deletion e tag must be a 64-hex event id' };
   const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
   if (!m) return { ok: false, reason: 'invalid: deletion a tag must be <kind>:<pubkey>:<d>' };
   return { ok: true, coordinate: { kind: Number(m[1]), pubkey: m[2], d: m[3] } };

@@ -356,7 +356,7 @@ function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error'
 
 function idOf(raw: unknown): string | undefined {
   const id = (raw as { id?: unknown } | null)?.id;
-  return typeof id === 'string' && /^[0-9a-f]{64}$/.test(id) ? id : undefined;
+  return isHex64(id) ? id : undefined;
 }
 
 /**

@@ -22,7 +22,7 @@
  *   or `search` (see `nostr/storable-text.ts`).
  */
 import { channelIdOf } from './group-id.js';
-import { isHex64 } from './hex.js';
+import { isHex64, lowerHex64 } from './hex.js';
 import { NostrEvent, NostrFilter } from './nostr.types.js';
 import { unstorableText } from './storable-text.js';
 
@@ -145,13 +145,14 @@ function applyCursor(filter: NostrFilter, beforeId: unknown): ParseFilterResult 
   if (beforeId === undefined || beforeId === null) {
     return { ok: true, filter };
   }
-  if (typeof beforeId !== 'string' || !/^[0-9a-fA-F]{64}$/.test(beforeId)) {
+  const cursorId = lowerHex64(beforeId);
+  if (cursorId === undefined) {
     return { ok: false, code: 'invalid_cursor', reason: BEFORE_ID_MALFORMED };
   }
   if (filter.until === undefined) {
     return { ok: false, code: 'invalid_cursor', reason: BEFORE_ID_NEEDS_UNTIL };
   }
-  filter.before_id = beforeId.toLowerCase();
+  filter.before_id = cursorId;
   return { ok: true, filter };
 }
 

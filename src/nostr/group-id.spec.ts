@@ -1,4 +1,4 @@
-import { BAD_GROUP_ID, channelIdOf, GROUP_ID_NAMESPACE, isNamedGroupId, uuidV5 } from './group-id.js';
+import { BAD_GROUP_ID, channelIdOf, GROUP_ID_NAMESPACE, isCanonicalUuid, isNamedGroupId, isUuid, uuidV5 } from './group-id.js';
 
 describe('group ids', () => {
   it('computes RFC 9562 version 5 UUIDs (the RFC\'s own example: the DNS namespace, www.example.com)', () => {
@@ -19,5 +19,19 @@ describe('group ids', () => {
     expect(isNamedGroupId('x'.repeat(64))).toBe(true);
     expect(isNamedGroupId('0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9')).toBe(false);
     expect(BAD_GROUP_ID).toMatch(/^invalid: /);
+  });
+});
+
+describe('UUIDs', () => {
+  const id = '056ceca9-ba79-40dd-a7ea-44d9b3552f43';
+
+  it('a group id may be a UUID in either case; a stored id is the lowercase one', () => {
+    expect([isUuid(id), isUuid(id.toUpperCase())]).toEqual([true, true]);
+    expect([isCanonicalUuid(id), isCanonicalUuid(id.toUpperCase())]).toEqual([true, false]);
+    expect(isCanonicalUuid(channelIdOf(id.toUpperCase())!)).toBe(true);
+  });
+
+  it.each([[''], [id.replaceAll('-', '')], [`${id}0`], [` ${id}`], [id.replace('a', 'g')]])('neither takes %p', (bad) => {
+    expect([isUuid(bad), isCanonicalUuid(bad)]).toEqual([false, false]);
   });
 });

@@ -25,6 +25,14 @@ export function isUuid(value: string): boolean {
   return value.length === 36 && UUID.test(value);
 }
 
+/**
+ * Whether `value` is a UUID in lower case, the form Postgres prints a `uuid` in: a stored channel
+ * or community id, as {@link channelIdOf} returns it. Mixed case here is no id of ours.
+ */
+export function isCanonicalUuid(value: string): boolean {
+  return isUuid(value) && value === value.toLowerCase();
+}
+
 /** Whether `value` is a group id that is not a UUID (its channel id is derived). */
 export function isNamedGroupId(value: string): boolean {
   return !isUuid(value) && GROUP_ID.test(value);

@@ -1,4 +1,4 @@
-import { bufToHex, hexToBuf, isHex128, isHex64 } from './hex.js';
+import { bufToHex, hexToBuf, isHex128, isHex64, lowerHex64 } from './hex.js';
 
 describe('hex helpers', () => {
   it('isHex64 accepts exactly 64 lowercase hex characters', () => {
@@ -8,6 +8,15 @@ describe('hex helpers', () => {
     expect(isHex64('a'.repeat(65))).toBe(false);
     expect(isHex64(`${'a'.repeat(64)}\n`)).toBe(false);
     expect(isHex64(42)).toBe(false);
+  });
+
+  it('lowerHex64 takes 64 hex characters in either case and gives them lowercase', () => {
+    const mixed = '0123456789ABCDEFabcdef'.repeat(3).slice(0, 64);
+    expect(lowerHex64(mixed)).toBe(mixed.toLowerCase());
+    expect(lowerHex64('a'.repeat(64))).toBe('a'.repeat(64));
+    for (const bad of ['A'.repeat(63), 'A'.repeat(65), `${'a'.repeat(64)}\n`, 'g'.repeat(64), 42, undefined]) {
+      expect(lowerHex64(bad)).toBeUndefined();
+    }
   });
 
   it('isHex128 accepts exactly 128 lowercase hex characters', () => {

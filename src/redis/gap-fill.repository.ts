@@ -15,10 +15,10 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import { DatabaseService } from '@buzz-relay/read-path';
 import { EVENT_COLUMNS, pageBound } from '../events/event-sql.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
+import { isCanonicalUuid } from '../nostr/group-id.js';
 
 /** Ingest's bound on |created_at − server clock|. */
 export const CREATED_AT_SKEW_SECS = 900;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface GapRow {
   readonly communityId: string;
@@ -78,7 +78,7 @@ export class GapFillRepository {
 }
 
 function gapWhere(communityIds: readonly string[], sinceMs: number, cursor: GapCursor | undefined): RawBuilder<boolean> | undefined {
-  const ids = communityIds.filter((c) => UUID.test(c));
+  const ids = communityIds.filter((c) => isCanonicalUuid(c));
   if (ids.length === 0) return undefined;
   const after = cursor ? sql`and (e.received_at, e.id) > (${cursor.receivedAt}::timestamptz, ${cursor.id})` : sql``;
   return sql<boolean>`e.community_id = any(${ids}::uuid[])

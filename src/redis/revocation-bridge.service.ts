@@ -17,6 +17,7 @@ import { AccessRevocations, RevocationReason } from '../moderation/access-revoca
 import { BanNotices } from '../moderation/ban-notices.js';
 import { CONTROL_PATTERN, controlTopic } from './redis-keys.js';
 import { RedisService } from './redis.service.js';
+import { isHex64 } from '../nostr/hex.js';
 
 interface ControlMessage {
   readonly pod: string;
@@ -108,8 +109,7 @@ export class RevocationBridge implements OnModuleInit, OnApplicationShutdown {
 function decode(raw: string): ControlMessage | undefined {
   try {
     const m = JSON.parse(raw) as Partial<ControlMessage> | null;
-    const hex = /^[0-9a-f]{64}$/;
-    if (!m || typeof m.pod !== 'string' || typeof m.community !== 'string' || typeof m.pubkey !== 'string' || !hex.test(m.pubkey)) return undefined;
+    if (!m || typeof m.pod !== 'string' || typeof m.community !== 'string' || typeof m.pubkey !== 'string' || !isHex64(m.pubkey)) return undefined;
     if (m.type !== 'ban' && m.type !== 'revoke') return undefined;
     return { pod: m.pod, type: m.type, community: m.community, pubkey: m.pubkey, reason: m.reason === 'not_relay_member' ? m.reason : undefined };
   } catch {

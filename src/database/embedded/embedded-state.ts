@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as ecc from 'tiny-secp256k1';
+import { isHex64 } from '../../nostr/hex.js';
 
 export interface EmbeddedUrls {
   readonly writerUrl: string;
@@ -43,7 +44,7 @@ export function readKeptRelayKey(stateDir: string): string | undefined {
   const file = join(stateDir, KEY_FILE);
   if (!existsSync(file)) return undefined;
   const hex = readFileSync(file, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/.test(hex) || !ecc.isPrivate(Buffer.from(hex, 'hex'))) throw new Error(`${file} does not hold a 64-hex secret key: remove it to have a new one made`);
+  if (!isHex64(hex) || !ecc.isPrivate(Buffer.from(hex, 'hex'))) throw new Error(`${file} does not hold a 64-hex secret key: remove it to have a new one made`);
   return hex;
 }
 

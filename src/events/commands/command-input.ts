@@ -4,6 +4,7 @@
  */
 import { NostrEvent } from '../../nostr/nostr.types.js';
 import { reject } from '../rejection.js';
+import { lowerHex64 } from '../../nostr/hex.js';
 
 /** A command must be signed within this many seconds of the relay's clock (NIP-42's window twice over). */
 export const COMMAND_MAX_SKEW_SECS = 120;
@@ -19,8 +20,9 @@ export function requireFreshCommand(event: NostrEvent, nowSecs = Math.floor(Date
 export function targetPubkey(event: NostrEvent): string {
   const tags = event.tags.filter((t) => t[0] === 'p');
   const value = tags.length === 1 ? tags[0][1] : undefined;
-  if (value === undefined || !/^[0-9a-fA-F]{64}$/.test(value)) reject('invalid: missing or invalid p tag');
-  return value.toLowerCase();
+  const pubkey = lowerHex64(value);
+  if (pubkey === undefined) reject('invalid: missing or invalid p tag');
+  return pubkey;
 }
 
 /** The value of the first tag named `name`, if any. */

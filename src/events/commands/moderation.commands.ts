@@ -23,6 +23,7 @@ import { reject } from '../rejection.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
 import type { Actor } from './relay-admin.commands.js';
+import { lowerHex64 } from '../../nostr/hex.js';
 
 export const MODERATION_KINDS: ReadonlySet<number> = new Set([
   KIND.MODERATION_BAN,
@@ -178,8 +179,8 @@ export class ModerationCommands {
 
 /** A 9044's tags: `report` (the report's event id), `status`, `action`, optional `reason`. */
 function resolutionOf(event: NostrEvent): Resolution {
-  const reportEventId = tagValue(event, 'report');
-  if (reportEventId === undefined || !/^[0-9a-fA-F]{64}$/.test(reportEventId)) reject('invalid: missing or invalid report tag (expect 64-hex event id)');
+  const reportEventId = lowerHex64(tagValue(event, 'report'));
+  if (reportEventId === undefined) reject('invalid: missing or invalid report tag (expect 64-hex event id)');
   const status = tagValue(event, 'status');
   if (status === undefined) reject('invalid: missing status tag');
   const action = tagValue(event, 'action');
@@ -187,7 +188,7 @@ function resolutionOf(event: NostrEvent): Resolution {
   if (status !== 'resolved' && status !== 'dismissed') reject(`invalid: invalid status: ${status.slice(0, 32)} (expect resolved|dismissed)`);
   if (!(RESOLUTION_ACTIONS as readonly string[]).includes(action)) reject(`invalid: invalid action: ${action.slice(0, 32)} (expect ${RESOLUTION_ACTIONS.join('|')})`);
   if ((action === 'dismiss') !== (status === 'dismissed')) reject('invalid: action `dismiss` pairs only with status `dismissed`');
-  return { reportEventId: reportEventId.toLowerCase(), status, action: action as ResolutionAction, reason: tagValue(event, 'reason')?.slice(0, REASON_MAX) ?? null };
+  return { reportEventId, status, action: action as ResolutionAction, reason: tagValue(event, 'reason')?.slice(0, REASON_MAX) ?? null };
 }
 
 /** The audit row's action for a resolution (upstream's names). */

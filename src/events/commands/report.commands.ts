@@ -12,6 +12,7 @@ import { ModerationQueueRepository, NewReport } from '../../moderation/moderatio
 import { EventWriteRepository } from '../event-write.repository.js';
 import { reject, TARGET_NOT_FOUND } from '../rejection.js';
 import { TargetVisibility } from '../target-visibility.service.js';
+import { lowerHex64 } from '../../nostr/hex.js';
 
 /** NIP-56 report types, the third element of the target tag. */
 export const REPORT_TYPES: ReadonlySet<string> = new Set(['illegal', 'nudity', 'malware', 'spam', 'impersonation', 'profanity', 'other']);
@@ -62,8 +63,9 @@ function tagsNamed(event: NostrEvent, name: string): string[][] {
 }
 
 function hex32(value: string, label: string): string {
-  if (!/^[0-9a-fA-F]{64}$/.test(value)) reject(`invalid: malformed ${label}`);
-  return value.toLowerCase();
+  const hex = lowerHex64(value);
+  if (hex === undefined) reject(`invalid: malformed ${label}`);
+  return hex;
 }
 
 function reportTypeOf(tag: string[]): string {

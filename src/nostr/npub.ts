@@ -4,6 +4,7 @@
  * tests' client); the decoder needs 40 lines, so the relay carries its own rather than a new
  * runtime dependency. It checks the checksum, the `npub` prefix, and the 32-byte payload.
  */
+import { lowerHex64 } from './hex.js';
 const CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
 const GENERATORS = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3];
 
@@ -11,7 +12,8 @@ export type PubkeyParse = { ok: true; pubkey: string } | { ok: false; reason: st
 
 export function parsePubkey(input: string): PubkeyParse {
   const value = input.trim();
-  if (/^[0-9a-fA-F]{64}$/.test(value)) return { ok: true, pubkey: value.toLowerCase() };
+  const hex = lowerHex64(value);
+  if (hex !== undefined) return { ok: true, pubkey: hex };
   // A pasted secret key is refused without being repeated: the message may end up in a terminal log or a ticket.
   if (/^nsec1/i.test(value)) return { ok: false, reason: 'that is a secret key (nsec): give the public key (npub or 64-hex), and keep the nsec private' };
   if (!/^npub1/i.test(value)) return { ok: false, reason: `not a 64-hex pubkey or an npub: ${JSON.stringify(value.slice(0, 80))}` };
