@@ -22,7 +22,7 @@ import {
 import { format } from 'sql-formatter';
 import { BridgeReadsRepository } from '../bridge/bridge-reads.repository.js';
 import { EventReadRepository } from '../events/event-read.repository.js';
-import { parseFilter } from '../events/filter.js';
+import { parseFilter } from '../nostr/filter.js';
 import { EventWriteRepository } from '../events/event-write.repository.js';
 import type { ReadScope } from '../events/read-scope.js';
 import type { StoredEventInput } from '../events/stored-event.js';

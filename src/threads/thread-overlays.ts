@@ -4,8 +4,8 @@
  * window and a thread window). Fan-out or response only; never stored.
  */
 import type { RelaySigner } from '../common/relay-signer.js';
-import type { NostrEvent } from '../common/nostr.types.js';
-import { KIND } from '../events/kinds.js';
+import type { NostrEvent } from '../nostr/nostr.types.js';
+import { KIND } from '../nostr/kinds.js';
 import type { ThreadSummary } from './thread-summaries.js';
 
 export function threadSummaryOverlay(signer: RelaySigner, s: ThreadSummary, channelId: string): NostrEvent {
