@@ -5,8 +5,9 @@
  * `packages/read-path/src/index.spec.ts`.
  */
 import { builtinModules } from 'node:module';
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { sourceFilesUnder, specifiersOf } from '../../test/harness/source-graph.js';
 
 const NOSTR = import.meta.dirname;
 const SRC = resolve(NOSTR, '..');
@@ -17,18 +18,8 @@ const SRC = resolve(NOSTR, '..');
  */
 const ALLOWED_PACKAGES: ReadonlyMap<string, string> = new Map();
 
-/** Every specifier of `from '…'`, `import '…'` and `import('…')`, type-only imports included. */
-function specifiersOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)['"]([^'"]+)['"]/g)].map((m) => m[1]);
-}
-
 /** The non-test TypeScript files of the layer. */
-function layerSources(): string[] {
-  return readdirSync(NOSTR, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
-    .map((f) => join(NOSTR, f));
-}
+const layerSources = () => sourceFilesUnder(NOSTR);
 
 /** A specifier that leaves the layer: a relative path outside `src/nostr/`, or a package not allowed. */
 function leavesLayer(file: string, spec: string): boolean {
