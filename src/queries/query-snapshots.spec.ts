@@ -1,6 +1,6 @@
 /**
  * The hot statements as SQL a reviewer can read: each case runs the real repository code against
- * a Kysely whose driver records what it would send (and answers with no rows), and the text is
+ * a Kysely whose driver records what it would send (test/harness/recording-kysely.ts), and the text is
  * compared with the committed file beside this spec. A change to a statement shows up in review
  * as a diff of these files; a change nobody meant shows up here, red.
  *
@@ -9,16 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DB } from '@buzz-relay/read-path';
-import {
-  CompiledQuery,
-  type DatabaseConnection,
-  type Driver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-  type QueryResult,
-} from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { format } from 'sql-formatter';
 import { BridgeReadsRepository } from '../bridge/bridge-reads.repository.js';
 import { EventReadRepository } from '../events/event-read.repository.js';
@@ -27,6 +18,7 @@ import { EventWriteRepository } from '../events/event-write.repository.js';
 import type { ReadScope } from '../events/read-scope.js';
 import type { StoredEventInput } from '../events/stored-event.js';
 import { threadSummaries } from '../threads/thread-summaries.js';
+import { recordingKysely } from '../../test/harness/recording-kysely.js';
 
 const UPDATE = process.env.UPDATE_QUERY_SNAPSHOTS === '1';
 const NOW_MS = Date.UTC(2026, 11, 1);
@@ -37,35 +29,6 @@ const READER = 'a'.repeat(64);
 const AUTHOR = 'b'.repeat(64);
 const ROOT = 'c'.repeat(64);
 const scope: ReadScope = { communityId: COMMUNITY, channels: [CHANNEL], includeGlobal: true, reader: READER };
-
-/** Records every statement; each answers with no rows (a count with a zero). */
-class RecordingDriver implements Driver {
-  readonly sent: string[] = [];
-
-  async init(): Promise<void> {}
-  async acquireConnection(): Promise<DatabaseConnection> {
-    return {
-      executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
-        this.sent.push(render(query));
-        return { rows: (/count\(\*\) as n\b/.test(query.sql) ? [{ n: '0' }] : []) as R[] };
-      },
-      streamQuery: () => {
-        throw new Error('not recorded');
-      },
-    };
-  }
-  async beginTransaction(): Promise<void> {
-    this.sent.push('begin;');
-  }
-  async commitTransaction(): Promise<void> {
-    this.sent.push('commit;');
-  }
-  async rollbackTransaction(): Promise<void> {
-    this.sent.push('rollback;');
-  }
-  async releaseConnection(): Promise<void> {}
-  async destroy(): Promise<void> {}
-}
 
 /** The statement laid out by sql-formatter (the hot path builds one-line text), then its parameters, one per line. */
 function render(query: CompiledQuery): string {
@@ -78,19 +41,18 @@ function isBufferJson(v: unknown): v is { type: 'Buffer'; data: number[] } {
   return typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'Buffer';
 }
 
+/**
+ * What `work` sends, rendered. Every statement gets no rows but a count (a zero) and the
+ * statement deadline's block probe, answered as on a pooled connection (autocommit).
+ */
 async function recorded(work: (db: Kysely<DB>) => Promise<unknown>): Promise<string[]> {
-  const driver = new RecordingDriver();
-  const db = new Kysely<DB>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => driver,
-      createIntrospector: (k) => new PostgresIntrospector(k),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
+  const { db, sent } = recordingKysely<DB>((q) => {
+    if (/count\(\*\) as n\b/.test(q.sql)) return [{ n: '0' }];
+    return q.sql.includes('transaction_timestamp()') ? [{ implicit: true }] : [];
   });
   await work(db);
   await db.destroy();
-  return driver.sent;
+  return sent.map(render);
 }
 
 function reply(i: number): StoredEventInput {
