@@ -118,6 +118,15 @@ describe('the start-up privilege check names what the fence lacks', () => {
     ]);
   });
 
+  it('a role without INSERT on event_tags (the events trigger writes it in the self-test): named', async () => {
+    const role = await appRole('grant pg_monitor to $role', 'revoke insert on event_tags from $role');
+    const errors = await errorsLoggedBy(() => startReadPath({ writerUrl: as(db.writerUrl, role), readerUrl: as(db.readerUrl, role) }));
+    expect(errors[0]).toBe(
+      `ReplicaFenceModule cannot open the fence: role "${role}" (DatabaseModule writerUrl) lacks INSERT on event_tags ` +
+        "(the floor-guard self-test: the tag index trigger on events). Until then every routed read is served by the writer",
+    );
+  });
+
   it("a reader role that cannot read replica_heartbeat: named under readerUrl, the writer's role not at all", async () => {
     const role = await appRole('revoke select on replica_heartbeat from $role');
     const errors = await errorsLoggedBy(() => startReadPath({ writerUrl: db.writerUrl, readerUrl: as(db.readerUrl, role) }));

@@ -46,6 +46,9 @@ export const WRITER_REQUIREMENTS: readonly FenceRequirement[] = [
   onTable('INSERT', 'events', 'the floor-guard self-test'),
   onTable('SELECT', 'events', 'the floor-guard self-test'),
   onTable('UPDATE', 'events', 'the floor-guard self-test'),
+  // The self-test's insert into events fires the tag index trigger (migration 0018), which runs
+  // with the inserting role's rights.
+  onTable('INSERT', 'event_tags', 'the floor-guard self-test: the tag index trigger on events'),
 ];
 
 /** Of the reader role, checked in the writer's catalog (a streaming replica has the same roles and grants). */
