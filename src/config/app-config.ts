@@ -69,6 +69,12 @@ export interface RelayLimits {
   /** `BUZZ_MAX_CONNECTIONS_PER_KEY` (default 32): authenticated WebSockets per pubkey on this pod. */
   readonly maxConnectionsPerKey: number;
   /**
+   * `BUZZ_PREAUTH_INPUT_BYTES_PER_IP` (0..1073741824, default 524288; 0 = no limit): bytes per
+   * second an address's unauthenticated connections are read at, together, after a burst of four
+   * seconds' worth (PreAuthInput).
+   */
+  readonly preauthInputBytesPerIp: number;
+  /**
    * `BUZZ_KEY_SHARE_PERCENT` (1..100, default 25): the most of each shared capacity (the handler
    * budget, the writer-read cap, the replica history-read cap, the search gate) one key may hold
    * at once; 100 turns the shares off.
@@ -436,7 +442,7 @@ export function defaultConnectionReserve(maxConnections: number): number {
   return Math.floor(maxConnections / 20);
 }
 
-function connectionLimits(r: EnvReader): Pick<RelayLimits, 'maxConnections' | 'connectionReserve' | 'maxConnectionsPerIp' | 'maxConnectionsPerKey'> {
+function connectionLimits(r: EnvReader): Pick<RelayLimits, 'maxConnections' | 'connectionReserve' | 'maxConnectionsPerIp' | 'maxConnectionsPerKey' | 'preauthInputBytesPerIp'> {
   const maxConnections = r.int('BUZZ_MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
   return {
     maxConnections,
@@ -449,6 +455,7 @@ function connectionLimits(r: EnvReader): Pick<RelayLimits, 'maxConnections' | 'c
     ),
     maxConnectionsPerIp: r.int('BUZZ_MAX_CONNECTIONS_PER_IP', DEFAULT_MAX_CONNECTIONS_PER_IP, 1, 1_000_000),
     maxConnectionsPerKey: r.int('BUZZ_MAX_CONNECTIONS_PER_KEY', DEFAULT_MAX_CONNECTIONS_PER_KEY, 1, 1_000_000),
+    preauthInputBytesPerIp: r.int('BUZZ_PREAUTH_INPUT_BYTES_PER_IP', 512 * 1024, 0, 1024 * MIB),
   };
 }
 

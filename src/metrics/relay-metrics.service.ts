@@ -21,6 +21,8 @@ export class RelayMetrics {
   readonly wsBackpressureDisconnects = counter({ name: 'buzz_ws_backpressure_disconnects_total', help: 'Connections closed because their outbound buffer stayed full' });
   readonly wsOutputQueuedBytes = gauge({ name: 'buzz_ws_output_queued_bytes', help: 'Bytes queued for WebSocket clients and not yet written to the kernel, all connections' });
   readonly wsInputPaced = counter({ name: 'buzz_ws_input_paced_total', help: 'Times a connection stopped being read for sending frames faster than its input budget' });
+  readonly wsPreauthPaced = counter({ name: 'buzz_ws_preauth_paced_total', help: "Times an unauthenticated connection stopped being read because its address's pre-AUTH input budget was spent" });
+  readonly wsPreauthWaiting = gauge({ name: 'buzz_ws_preauth_waiting', help: "Unauthenticated connections not being read, waiting for their address's pre-AUTH input budget" });
   readonly wsSlowConsumerCloses = counter({ name: 'buzz_ws_slow_consumer_closes_total', help: 'Subscriptions ended with CLOSED because their output did not fit the budget' });
   readonly wsNotices = counter({ name: 'buzz_ws_notices_total', help: 'NOTICE frames sent, by reason class', labelNames: ['reason'] });
   readonly authAttempts = counter({ name: 'buzz_auth_attempts_total', help: 'Auth challenges issued', labelNames: ['method'] });

@@ -10,6 +10,7 @@
  * frames cost are spread over time instead of holding the event loop for everyone.
  */
 import { performance } from 'node:perf_hooks';
+import { holdInput, releaseInput } from './input-holds.js';
 import type { RelayConnection } from './relay-connection.js';
 
 interface Bucket {
@@ -51,7 +52,7 @@ export class InputPacing {
     const waitMs = this.debtMs(b);
     if (waitMs > 0 && b.resumeTimer === undefined) {
       this.options.paced?.inc();
-      conn.ws.pause();
+      holdInput(conn, 'pacing');
       this.resumeAfter(conn, b, waitMs);
     }
     return waitMs;
@@ -75,7 +76,7 @@ export class InputPacing {
       this.refill(b);
       const more = this.debtMs(b);
       if (more > 0) return this.resumeAfter(conn, b, more);
-      conn.ws.resume();
+      releaseInput(conn, 'pacing');
     }, waitMs);
     b.resumeTimer.unref();
   }

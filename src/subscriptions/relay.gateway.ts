@@ -21,6 +21,7 @@ import { EventHandler } from './event.handler.js';
 import { InputPacing } from './input-pacing.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputBudget } from './output-budget.js';
+import { PreAuthInput } from './preauth-input.js';
 import { OutputEvents, RelayConnection } from './relay-connection.js';
 import { ReqHandler } from './req.handler.js';
 import { tenantOf, ticketOf } from './relay-ws.adapter.js';
@@ -39,6 +40,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private readonly outputBudget: OutputBudget;
   private readonly outputEvents: OutputEvents;
   private readonly inputPacing: InputPacing;
+  private readonly preAuthInput: PreAuthInput;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -54,6 +56,12 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   ) {
     this.logger.setContext('RelayGateway');
     this.inputPacing = new InputPacing({ maxFrameBytes: config.limits.maxFrameBytes, draining: () => lifecycle.draining, paced: metrics.wsInputPaced });
+    this.preAuthInput = new PreAuthInput({
+      bytesPerSecond: config.limits.preauthInputBytesPerIp,
+      draining: () => lifecycle.draining,
+      paced: metrics.wsPreauthPaced,
+      waiting: metrics.wsPreauthWaiting,
+    });
     this.outputBudget = new OutputBudget(config.limits.sendBufferTotalBytes, metrics.wsOutputQueuedBytes, memory.pool('output'));
     this.outputEvents = {
       slowClientDisconnected: (c) => {
@@ -72,7 +80,9 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     // The connection limits were applied at the upgrade (RelayWsAdapter, ConnectionAdmission):
     // a connection that reaches here has its place, and gets its challenge.
     const conn = this.open(ws, tenant.community.id, tenant.host);
-    this.logger.debug({ connId: conn.id, addr: ticketOf(req)?.address ?? req.socket.remoteAddress }, 'WebSocket connection established');
+    const address = ticketOf(req)?.address ?? req.socket.remoteAddress ?? '';
+    this.preAuthInput.opened(conn, address);
+    this.logger.debug({ connId: conn.id, addr: address }, 'WebSocket connection established');
     ws.on('message', (data, isBinary) => this.onFrame(conn, data, isBinary));
     ws.on('pong', () => (conn.missedPongs = 0));
     ws.on('close', () => this.teardown(conn));
@@ -155,12 +165,19 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     const text = isBinary ? decodeUtf8(buf) : buf.toString('utf8');
     if (text === undefined) return;
     const msg = parseClientMessage(text);
-    if (msg.type === 'AUTH') return void this.auth.handle(conn, msg.event).then(() => this.endHold(conn));
+    if (msg.type === 'AUTH') return void this.auth.handle(conn, msg.event).then(() => this.authOutcome(conn));
+    if (conn.authState !== 'authenticated') this.preAuthInput.charge(conn, buf.length);
     // Until AUTH has an outcome, frames wait for it in order (AuthHold); once it has, anything
     // still held goes first.
     if (conn.authState === 'pending') return this.holdOrRefuse(conn, msg, text, buf.length);
     this.endHold(conn);
     this.dispatch(conn, msg);
+  }
+
+  /** An AUTH was answered: once authenticated, the address's pre-AUTH budget no longer applies; held frames run. */
+  private authOutcome(conn: RelayConnection): void {
+    if (conn.authState === 'authenticated') this.preAuthInput.leave(conn);
+    this.endHold(conn);
   }
 
   private dispatch(conn: RelayConnection, msg: HeldMessage): void {
@@ -246,6 +263,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private teardown(conn: RelayConnection): void {
     if (!this.connections.delete(conn)) return;
     conn.cancel();
+    this.preAuthInput.leave(conn);
     conn.authHold.clear();
     conn.releaseOutput();
     this.fanout.remove(conn);
