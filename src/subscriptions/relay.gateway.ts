@@ -29,6 +29,12 @@ import { tenantOf, ticketOf } from './relay-ws.adapter.js';
 export const PING_INTERVAL_MS = 30_000;
 export const MAX_MISSED_PONGS = 3;
 export const AUTH_DEADLINE_MS = 5_000;
+/**
+ * Up to this much is added to each connection's AUTH deadline at random: clients that connected
+ * together and never authenticate (a flood, or a crowd with a broken signer) are not all closed in
+ * the same timer run, and do not all reconnect, and upgrade, in the same instant.
+ */
+export const AUTH_DEADLINE_SPREAD_MS = 1_000;
 /** The close of a connection not authenticated by the AUTH deadline: a client learns why it was dropped. */
 export const AUTH_TIMEOUT_CLOSE_CODE = 1008;
 export const AUTH_TIMEOUT_CLOSE_REASON = 'auth-required: not authenticated within 5 s';
@@ -110,7 +116,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     this.metrics.wsConnectionsActive.inc();
     this.metrics.authAttempts.inc({ method: 'nip42' });
     conn.send(['AUTH', conn.challenge]);
-    const deadline = setTimeout(() => this.authDeadline(conn), AUTH_DEADLINE_MS);
+    const deadline = setTimeout(() => this.authDeadline(conn), AUTH_DEADLINE_MS + Math.random() * AUTH_DEADLINE_SPREAD_MS);
     deadline.unref();
     // Checked after the loop's next poll: an AUTH already received but not yet read (a busy event
     // loop in a reconnect storm) is read first and counts.
