@@ -84,6 +84,13 @@ export function scenarioLine(r: RunRecord): Record<string, unknown> {
     oom,
     victim_idle: { event: victim('event', idle), req: victim('req', idle), auth: victim('auth', idle) },
     victim_during: { event: victim('event', during), req: victim('req', during), auth: victim('auth', during) },
+    // The slowest answers during the attack and when they were sent (s after it began): a tail at
+    // the attack's start, or at regular intervals, points at different causes.
+    victim_slowest_during: r.victim
+      .filter((s) => during(s.sentAt) && s.outcome === '')
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3)
+      .map((s) => ({ probe: s.probe, at_s: Math.round((s.sentAt - r.attackStart) / 100) / 10, ms: Math.round(s.ms) })),
     victim_refusals_idle: refusals(idle),
     victim_refusals_during: refusals(during),
     readyz_idle_max_ms: pct(readyz(idle).map((s) => s.ms), 100),
