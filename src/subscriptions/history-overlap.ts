@@ -6,7 +6,12 @@
  * already recorded is not sent again. So an event is sent by whichever path gets to it first.
  *
  * The live path decides when the event is published on this pod (LiveFanout.deliver, which runs
- * synchronously), not when its send runs later, so a live copy the page skipped is always sent
+ * synchronously) and gets a LiveClaim; its frame is queued later (after an access check, in an
+ * output turn). If the page reaches that event before the live frame was queued, the page takes
+ * the claim over and sends the event itself, and the live send is skipped: otherwise the page
+ * would skip a row whose only copy then arrives after EOSE, and the client would count fewer
+ * events before EOSE than the history holds (a page of `limit` n would look like the end of the
+ * history). A live copy the page skipped was therefore always queued before the page's EOSE
  * (unless the reader lost the channel meanwhile, when neither path may send it). The page
  * records an id only once its frame was queued.
  *
@@ -23,8 +28,18 @@ export const OVERLAP_MAX_IDS = 1024;
 /** How long after EOSE a late live copy of a page row is still recognised. */
 export const OVERLAP_LINGER_MS = 2000;
 
+/** A live copy decided at publish time: sent by the live path unless the page took it over first. */
+export interface LiveClaim {
+  /** The live frame was queued. */
+  sent: boolean;
+  /** The page reached the event first and sends it itself; the live path must not. */
+  takenByPage: boolean;
+}
+
+const PAGE_SENT = 'page';
+
 export class HistoryOverlap {
-  private ids: Set<string> | undefined = new Set();
+  private ids: Map<string, LiveClaim | typeof PAGE_SENT> | undefined = new Map();
   private reading = true;
 
   constructor(
@@ -32,25 +47,35 @@ export class HistoryOverlap {
     private readonly lingerMs = OVERLAP_LINGER_MS,
   ) {}
 
-  /** True when the page may send `id`: neither path has sent it. */
+  /**
+   * True when the page may send `id`: neither path has sent it. A live copy decided but not yet
+   * queued is taken over: the page sends the event (before its EOSE) and the live send is dropped.
+   */
   pageMay(id: string): boolean {
-    return !this.reading || this.ids === undefined || !this.ids.has(id);
+    if (!this.reading || this.ids === undefined) return true;
+    const entry = this.ids.get(id);
+    if (entry === undefined) return true;
+    if (entry === PAGE_SENT || entry.sent) return false;
+    entry.takenByPage = true;
+    return true;
   }
 
   /** The page queued `id`'s frame. */
   pageSent(id: string): void {
-    if (this.reading) this.remember(id);
+    if (this.reading) this.remember(id, PAGE_SENT);
   }
 
   /**
-   * Called once when an event for this subscription is published on this pod: true when it is to
-   * be sent live (and, while the page is read, the page will then skip it).
+   * Called once when an event for this subscription is published on this pod: the claim of its
+   * live copy, or undefined when none is to be sent (the page has it, or it was claimed already).
+   * The live path queues the frame only if the claim was not taken by the page meanwhile, and
+   * marks it sent when it does.
    */
-  liveMay(id: string): boolean {
-    if (this.ids === undefined) return true;
-    if (this.ids.has(id)) return false;
-    if (this.reading) this.remember(id);
-    return true;
+  liveMay(id: string): LiveClaim | undefined {
+    if (this.ids?.has(id)) return undefined;
+    const claim: LiveClaim = { sent: false, takenByPage: false };
+    if (this.reading) this.remember(id, claim);
+    return claim;
   }
 
   /** EOSE went out: stop recording; keep checking the page's ids for a while, then forget them. */
@@ -64,7 +89,7 @@ export class HistoryOverlap {
     setTimeout(() => (this.ids = undefined), this.lingerMs).unref();
   }
 
-  private remember(id: string): void {
-    if (this.ids !== undefined && this.ids.size < this.maxIds) this.ids.add(id);
+  private remember(id: string, entry: LiveClaim | typeof PAGE_SENT): void {
+    if (this.ids !== undefined && (this.ids.size < this.maxIds || this.ids.has(id))) this.ids.set(id, entry);
   }
 }

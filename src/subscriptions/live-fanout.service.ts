@@ -22,6 +22,7 @@ import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { fanoutPattern } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
+import type { LiveClaim } from './history-overlap.js';
 import { OutputTurns } from './output-turns.js';
 import { LiveSubscription, RelayConnection } from './relay-connection.js';
 
@@ -87,9 +88,16 @@ export class LiveFanout implements OnModuleDestroy {
     const frames = liveFrames(JSON.stringify(event));
     for (const conn of this.byCommunity.get(communityId) ?? []) {
       if (conn.authState !== 'authenticated' || !conn.pubkey) continue;
-      // Decided now, as the event is published: a subscription still reading its history skips
-      // the event in its page, or gets no live copy of a page row (HistoryOverlap).
-      const subs = [...conn.subscriptions].filter(([, sub]) => subscriptionWants(sub, event, channelId, conn.pubkey!) && (sub.overlap?.liveMay(event.id) ?? true));
+      // Decided now, as the event is published: a subscription still reading its history gets no
+      // live copy of a page row, and its page sends the event itself if it gets there before the
+      // live frame is queued (HistoryOverlap).
+      const subs: LiveDelivery[] = [];
+      for (const [subId, sub] of conn.subscriptions) {
+        if (!subscriptionWants(sub, event, channelId, conn.pubkey)) continue;
+        const claim = sub.overlap === undefined ? undefined : sub.overlap.liveMay(event.id);
+        if (sub.overlap !== undefined && claim === undefined) continue;
+        subs.push({ subId, sub, claim });
+      }
       if (subs.length === 0) continue;
       recipients += subs.length;
       conn.fanoutChain = conn.fanoutChain.then(() => this.sendChecked(conn, subs, frames, communityId, channelId));
@@ -129,7 +137,7 @@ export class LiveFanout implements OnModuleDestroy {
     }
   }
 
-  private async sendChecked(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, frames: (subId: string) => Buffer, communityId: string, channelId: string | null): Promise<void> {
+  private async sendChecked(conn: RelayConnection, subs: readonly LiveDelivery[], frames: (subId: string) => Buffer, communityId: string, channelId: string | null): Promise<void> {
     if (channelId !== null && !(await this.access.canRead(communityId, channelId, conn.pubkey!))) return;
     // In a turn (OutputTurns): an event fanned out to thousands of sockets does not hold the
     // event loop, and its publisher's OK is not queued behind every copy of it.
@@ -164,12 +172,23 @@ function liveFrames(json: string): (subId: string) => Buffer {
   };
 }
 
-function sendLive(conn: RelayConnection, subs: Array<[string, LiveSubscription]>, frames: (subId: string) => Buffer): void {
-  for (const [subId, sub] of subs) {
+/** One subscription's live copy of one event, and its claim against the subscription's history page. */
+interface LiveDelivery {
+  readonly subId: string;
+  readonly sub: LiveSubscription;
+  readonly claim: LiveClaim | undefined;
+}
+
+function sendLive(conn: RelayConnection, subs: readonly LiveDelivery[], frames: (subId: string) => Buffer): void {
+  for (const { subId, sub, claim } of subs) {
     // The subscription may have been closed or replaced while the check ran.
     if (conn.subscriptions.get(subId)?.token !== sub.token) continue;
+    // Its history page sent the event before its EOSE.
+    if (claim?.takenByPage) continue;
     // A live event that does not fit ends the subscription: a gap the client is told about.
-    if (conn.sendRaw(frames(subId)) === 'full') conn.shedSubscription(subId, sub.token);
+    const result = conn.sendRaw(frames(subId));
+    if (claim !== undefined && result === 'sent') claim.sent = true;
+    if (result === 'full') conn.shedSubscription(subId, sub.token);
   }
   conn.flush();
 }
