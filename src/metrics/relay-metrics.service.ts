@@ -15,6 +15,7 @@ export class RelayMetrics {
     help: 'EVENT/REQ/COUNT refused by the handler budget: reason=share, the key ran its share of it; reason=capacity, the budget was full',
     labelNames: ['reason'],
   });
+  readonly handlerWaiting = gauge({ name: 'buzz_ws_handler_waiting', help: 'REQs waiting for a slot of the handler budget (BUZZ_MAX_CONCURRENT_HANDLERS)' });
   readonly wsConnectionsActive = gauge({ name: 'buzz_ws_connections_active', help: 'Open WebSocket connections' });
   readonly wsAuthenticatedActive = gauge({ name: 'buzz_ws_authenticated_connections_active', help: 'Authenticated WebSocket connections' });
   readonly wsAuthTimeouts = counter({ name: 'buzz_ws_auth_timeouts_total', help: 'Connections closed for not authenticating in time' });

@@ -1,5 +1,6 @@
+import { jest } from '@jest/globals';
 import { loadConfig } from '../config/app-config.js';
-import { HandlerGate } from './handler-gate.js';
+import { HANDLER_WAIT_MS, HANDLER_WAITING_PER_SLOT, HandlerGate } from './handler-gate.js';
 
 describe('HandlerGate', () => {
   it('admits reads up to the configured number of handlers and refuses the rest without running them', async () => {
@@ -65,5 +66,76 @@ describe('HandlerGate', () => {
     // The share is a count of reads in flight, so it comes back when they end.
     await expect(gate.runRead(async () => 'again', 'flood')).resolves.toEqual({ admitted: true, value: 'again' });
     expect(new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '1024' })).keyShare).toBe(256);
+  });
+
+  describe('a REQ that finds the budget full', () => {
+    afterEach(() => jest.useRealTimers());
+    const holder = () => {
+      const releases: Array<() => void> = [];
+      return { releases, hold: () => new Promise<void>((resolve) => releases.push(resolve)) };
+    };
+
+    it('waits for a slot and runs when one frees, oldest first; COUNT is still refused at once', async () => {
+      const gate = new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '2' }));
+      const { releases, hold } = holder();
+      const running = [gate.runRead(hold), gate.runRead(hold)];
+      const order: string[] = [];
+      const started = (name: string) => () => (order.push(name), hold());
+      const first = gate.runRead(started('first'), undefined, 'wait');
+      const second = gate.runRead(started('second'), undefined, 'wait');
+      expect(gate.waitingReads).toBe(2);
+      expect(await gate.runRead(async () => 'count')).toEqual({ admitted: false, refusal: 'capacity' });
+      releases[0]();
+      await running[0];
+      expect(order).toEqual(['first']);
+      expect(gate.waitingReads).toBe(1);
+      releases[1]();
+      await running[1];
+      expect(order).toEqual(['first', 'second']);
+      releases[2]();
+      releases[3]();
+      await Promise.all([first, second]);
+      expect(gate.inFlight).toBe(0);
+    });
+
+    it('waits while EVENTs hold the budget, and runs when one ends', async () => {
+      const gate = new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '1' }));
+      const { releases, hold } = holder();
+      const event = gate.run(hold);
+      const read = gate.runRead(async () => 'read', undefined, 'wait');
+      expect(gate.waitingReads).toBe(1);
+      releases[0]();
+      await event;
+      await expect(read).resolves.toEqual({ admitted: true, value: 'read' });
+    });
+
+    it('is refused at HANDLER_WAIT_MS, and at once past HANDLER_WAITING_PER_SLOT × the budget waiting', async () => {
+      jest.useFakeTimers();
+      const gate = new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '1' }));
+      const { releases, hold } = holder();
+      const running = gate.runRead(hold);
+      const waiting = Array.from({ length: HANDLER_WAITING_PER_SLOT }, () => gate.runRead(async () => 'late', undefined, 'wait'));
+      expect(await gate.runRead(async () => 'over', undefined, 'wait')).toEqual({ admitted: false, refusal: 'capacity' });
+      jest.advanceTimersByTime(HANDLER_WAIT_MS);
+      for (const w of waiting) expect(await w).toEqual({ admitted: false, refusal: 'capacity' });
+      expect(gate.inFlight).toBe(1);
+      releases[0]();
+      await running;
+      expect(gate.inFlight).toBe(0);
+    });
+
+    it("counts toward its key's share while it waits", async () => {
+      const gate = new HandlerGate(loadConfig({ BUZZ_MAX_CONCURRENT_HANDLERS: '8', BUZZ_KEY_SHARE_PERCENT: '25' }));
+      const { releases, hold } = holder();
+      const running = Array.from({ length: 8 }, (_, i) => gate.runRead(hold, `k${i}`));
+      const waiting = [gate.runRead(async () => 1, 'flood', 'wait'), gate.runRead(async () => 2, 'flood', 'wait')];
+      expect(await gate.runRead(async () => 3, 'flood', 'wait')).toEqual({ admitted: false, refusal: 'share' });
+      releases.forEach((r) => r());
+      await Promise.all(running);
+      expect(await Promise.all(waiting)).toEqual([
+        { admitted: true, value: 1 },
+        { admitted: true, value: 2 },
+      ]);
+    });
   });
 });

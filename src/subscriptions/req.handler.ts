@@ -73,7 +73,7 @@ export class ReqHandler {
       if (searchBytes === undefined) return;
       const searchToken = conn.claim(subId, filters, scope, false, reqSeq, searchBytes);
       if (searchToken === undefined) return;
-      const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope), conn.pubkey);
+      const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope), conn.pubkey, 'wait');
       if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, handlerRefusalReason(ran.refusal));
       return;
     }
@@ -81,7 +81,7 @@ export class ReqHandler {
     if (filterBytes === undefined) return;
     const token = conn.claim(subId, filters, scope, true, reqSeq, filterBytes);
     if (token === undefined) return;
-    const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope), conn.pubkey);
+    const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope), conn.pubkey, 'wait');
     if (!run.admitted) this.closeIfOwner(conn, subId, token, handlerRefusalReason(run.refusal));
   }
 
