@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { pino, type Logger } from 'pino';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config.js';
 import { bootstrap } from './bootstrap.js';
-import { gracefulShutdown } from './health/graceful-shutdown.js';
+import { gracefulShutdown } from './graceful-shutdown.js';
 import { startEmbeddedDatabase } from './database/embedded/embedded-database.js';
 import { keptRelayKey, recordRunning, stateDirOf } from './database/embedded/embedded-state.js';
 import { startBanner } from './start-banner.js';

@@ -12,7 +12,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from '../../src/app.module.js';
 import { RELAY_APP_OPTIONS, relayHttpAdapter, serveRelay } from '../../src/bootstrap.js';
 import { type AppConfig, loadConfig } from '../../src/config/app-config.js';
-import { gracefulShutdown } from '../../src/health/graceful-shutdown.js';
+import { gracefulShutdown } from '../../src/graceful-shutdown.js';
 import { HistoryReadPolicy } from '@buzz-relay/read-path/internal';
 
 /** The relay's application with the seed-000 policy replaced: no history-read gate, no shedding. */

@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { AppConfig } from '../config/app-config.js';
 import { parsePubkey } from '../nostr/npub.js';
-import { normalizeHost } from '../tenancy/host.js';
+import { normalizeHost } from '../common/host.js';
 
 export const USAGE = `usage: npm run admin -- <command> [options]
   create-community --host <host> [--name <name>] [--move]

@@ -12,7 +12,7 @@ import { ModerationCommands } from '../events/commands/moderation.commands.js';
 import { RelayAdminCommands } from '../events/commands/relay-admin.commands.js';
 import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
-import { hostWithoutPort } from '../tenancy/host.js';
+import { hostWithoutPort } from '../common/host.js';
 import { ParsedCommand, UsageError } from './admin-args.js';
 
 /** Runs one parsed command; resolves with the lines to print. A refusal throws the service's Rejection. */

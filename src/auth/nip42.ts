@@ -4,7 +4,7 @@
  * checked by the caller (off the event loop).
  */
 import { NostrEvent } from '../nostr/nostr.types.js';
-import { hostWithoutPort, isLoopbackHost, normalizeHost } from '../tenancy/host.js';
+import { hostWithoutPort, isLoopbackHost, normalizeHost } from '../common/host.js';
 
 export const AUTH_KIND = 22242;
 export const AUTH_CLOCK_WINDOW_SECS = 60;

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { parseEvent } from '../nostr/event-validation.js';
-import { isLoopbackHost } from '../tenancy/host.js';
+import { isLoopbackHost } from '../common/host.js';
 
 export const NIP98_KIND = 27235;
 export const NIP98_CLOCK_WINDOW_SECS = 60;

@@ -17,7 +17,7 @@ import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
-import { hostHeader } from '../tenancy/host.js';
+import { hostHeader } from '../common/host.js';
 
 export interface BridgeCaller {
   readonly communityId: string;

@@ -5,7 +5,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { MAX_SUBSCRIPTIONS } from '../subscriptions/req.handler.js';
 import { TenancyService } from '../tenancy/tenancy.service.js';
-import { hostHeader } from '../tenancy/host.js';
+import { hostHeader } from '../common/host.js';
 
 export const RELAY_VERSION = '0.1.0';
 

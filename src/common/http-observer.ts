@@ -16,7 +16,7 @@ import { context, type Span, SpanKind, SpanStatusCode, trace } from '@openteleme
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BaseLogger } from 'pino';
 import type { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { normalizeHost } from '../tenancy/host.js';
+import { normalizeHost } from './host.js';
 import { markObserved, requestAnnotations } from './request-annotations.js';
 
 const BRIDGE_ROUTES = new Set(['/events', '/query', '/count']);

@@ -4,7 +4,7 @@
  * value stops start-up with a message naming the variable and what it accepts.
  */
 import { getHeapStatistics } from 'node:v8';
-import { MEMORY_SHARES } from '../memory/memory-budget.js';
+import { MEMORY_SHARES } from './memory-shares.js';
 import proxyaddr from '@fastify/proxy-addr';
 import { ConfigError, EnvReader } from './env-reader.js';
 import { isHex64 } from '../nostr/hex.js';

@@ -16,16 +16,9 @@
  */
 import type { Counter, Gauge } from 'prom-client';
 import { HttpError } from '../common/http-error.js';
+import { MEMORY_SHARES, type MemoryKind } from '../config/memory-shares.js';
 
-export type MemoryKind = 'output' | 'history' | 'filters' | 'auth_hold';
-
-/** How the budget is divided between the kinds (sums to 1). */
-export const MEMORY_SHARES: Readonly<Record<MemoryKind, number>> = {
-  output: 0.3,
-  history: 0.3,
-  filters: 0.3,
-  auth_hold: 0.1,
-};
+export { MEMORY_SHARES, type MemoryKind };
 
 /** Why a take was refused: the pool is full, or the key holds its share of it. */
 export type MemoryRefusal = 'process' | 'key';

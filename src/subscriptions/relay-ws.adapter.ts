@@ -25,7 +25,7 @@ import type { IncomingMessage } from 'node:http';
 import { CorsPolicy, ORIGIN_NOT_ALLOWED } from '../common/cors-policy.js';
 import { Community } from '../tenancy/community.repository.js';
 import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
-import { hostHeader } from '../tenancy/host.js';
+import { hostHeader } from '../common/host.js';
 import { ConnectionAdmission, ConnectionTicket } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
 

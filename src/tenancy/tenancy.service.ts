@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CoalescingLoader } from '../common/coalescing-loader.js';
 import { Community, CommunityRepository } from './community.repository.js';
-import { hostWithoutPort, normalizeHost } from './host.js';
+import { hostWithoutPort, normalizeHost } from '../common/host.js';
 
 export const UNKNOWN_HOST_MESSAGE = 'relay: no community is configured for this host';
 /** A `Host` header that is not one host (normalizeHost), or sent twice. */

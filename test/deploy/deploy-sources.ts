@@ -104,13 +104,13 @@ function defaultConfigNumber(field: string): number {
 /**
  * Longest orderly shutdown after SIGTERM, in ms, every phase at its bound (a conservative sum):
  * in-flight EVENT/REQ/COUNT drain (`shutdownDrainMs`) and the close handshake
- * (src/health/graceful-shutdown.ts, where present), the event writer's drain, and an HTTP
+ * (src/graceful-shutdown.ts, where present), the event writer's drain, and an HTTP
  * request's reader transaction running to its deadline.
  */
 export function shutdownBudgetMs(): number {
   return (
     defaultConfigNumber('shutdownDrainMs') +
-    (optionalSourceConstant('src/health/graceful-shutdown.ts', 'CLOSE_HANDSHAKE_MS') ?? 0) +
+    (optionalSourceConstant('src/graceful-shutdown.ts', 'CLOSE_HANDSHAKE_MS') ?? 0) +
     sourceConstant('src/events/event-writer.service.ts', 'DRAIN_TIMEOUT_MS') +
     sourceConstant('packages/read-path/src/database/pools.ts', 'READER_STATEMENT_TIMEOUT_MS')
   );

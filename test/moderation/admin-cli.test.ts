@@ -150,7 +150,7 @@ describe('operator CLI', () => {
       [['promote', alice.pubkey], 'admin: unknown command "promote"'],
       [[], 'admin: no command given'],
       [['list-members', '--host', 'nowhere.example'], 'admin: no community for host nowhere.example (create it with create-community --host nowhere.example)'],
-      // Not hosts, as the relay's own Host parser reads them (src/tenancy/host.ts).
+      // Not hosts, as the relay's own Host parser reads them (src/common/host.ts).
       ...['*', '\uff4cocalhost', 'x@localhost', ':33000', 'evil\u0001.test'].map((h): [string[], string] => [['create-community', '--host', h], `admin: invalid --host ${JSON.stringify(h)}`]),
       // A pasted secret key is refused without being repeated.
       [['add-member', nip19.nsecEncode(alice.sk)], 'admin: that is a secret key (nsec): give the public key (npub or 64-hex), and keep the nsec private'],

@@ -13,12 +13,12 @@
  */
 import { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
-import type { AppConfig } from '../config/app-config.js';
-import { HandlerGate } from '../subscriptions/handler-gate.js';
-import { LiveFanout } from '../subscriptions/live-fanout.service.js';
-import { RelayGateway } from '../subscriptions/relay.gateway.js';
-import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { LifecycleState } from './lifecycle-state.js';
+import type { AppConfig } from './config/app-config.js';
+import { HandlerGate } from './subscriptions/handler-gate.js';
+import { LiveFanout } from './subscriptions/live-fanout.service.js';
+import { RelayGateway } from './subscriptions/relay.gateway.js';
+import { RelayMetrics } from './metrics/relay-metrics.service.js';
+import { LifecycleState } from './health/lifecycle-state.js';
 
 const POLL_MS = 20;
 const CLOSE_HANDSHAKE_MS = 1000;
