@@ -65,12 +65,17 @@ const settle = () => new Promise((r) => setImmediate(r));
 describe('one subscription, history page and live delivery overlapping', () => {
   const filter: NostrFilter = { kinds: [1], tags: {}, extensions: {} };
 
-  it('an event published live during the read is not sent again by the page', async () => {
+  /** A live subscription `s` on a fan-out, and the target of its history page. */
+  function reading() {
     const { bus, live } = fanout();
     const { conn, sent } = connection();
     live.add(conn);
     const token = conn.claim('s', [filter], communityWide('c1'))!;
-    const target = pageTarget(conn, 's', token);
+    return { bus, conn, sent, target: pageTarget(conn, 's', token) };
+  }
+
+  it('an event published live during the read is not sent again by the page', async () => {
+    const { bus, conn, sent, target } = reading();
     const ev = row(1);
     bus.publish({ communityId: 'c1', event: ev, channelId: null });
     await conn.fanoutChain;
@@ -80,11 +85,7 @@ describe('one subscription, history page and live delivery overlapping', () => {
   });
 
   it('an event published during the read whose live copy is still queued is sent by the page, before EOSE, once', async () => {
-    const { bus, live } = fanout();
-    const { conn, sent } = connection();
-    live.add(conn);
-    const token = conn.claim('s', [filter], communityWide('c1'))!;
-    const target = pageTarget(conn, 's', token);
+    const { bus, conn, sent, target } = reading();
     const ev = row(1);
     // Published while the page is read; its live frame waits for its output turn.
     bus.publish({ communityId: 'c1', event: ev, channelId: null });
@@ -96,11 +97,7 @@ describe('one subscription, history page and live delivery overlapping', () => {
   });
 
   it('an event the page already sent gets no live copy, during the read or just after EOSE', async () => {
-    const { bus, live } = fanout();
-    const { conn, sent } = connection();
-    live.add(conn);
-    const token = conn.claim('s', [filter], communityWide('c1'))!;
-    const target = pageTarget(conn, 's', token);
+    const { bus, conn, sent, target } = reading();
     const [a, b, fresh] = [row(1), row(2), row(3)];
     expect(sendPageTurn(target, [a], 0, false)).toEqual({ next: 1 });
     bus.publish({ communityId: 'c1', event: a, channelId: null });

@@ -6,6 +6,7 @@
  * refused at once.
  */
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { relayEnv } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { metricSum } from '../harness/relay-metrics.js';
@@ -18,12 +19,7 @@ const clients: RawClient[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  relay = await startRelay({
-    DATABASE_URL: db.writerUrl,
-    READ_DATABASE_URL: db.readerUrl ?? '',
-    BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost',
-    BUZZ_MAX_CONCURRENT_HANDLERS: '8',
-  });
+  relay = await startRelay(relayEnv(db, { BUZZ_MAX_CONCURRENT_HANDLERS: '8' }));
 }, 60_000);
 
 afterAll(async () => {

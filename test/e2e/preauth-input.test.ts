@@ -9,6 +9,7 @@
  */
 import { finalizeEvent } from 'nostr-tools/pure';
 import { newIdentity, RawClient } from '../harness/nostr-clients.js';
+import { relayEnv } from '../harness/relay-fixture.js';
 import { RelayProcess, startRelay } from '../harness/relay-process.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { metricSum } from '../harness/relay-metrics.js';
@@ -24,20 +25,13 @@ let db: TestDatabase;
 let relay: RelayProcess;
 let unlimited: RelayProcess;
 
-const relayEnv = (extra: Record<string, string>) => ({
-  DATABASE_URL: db.writerUrl,
-  READ_DATABASE_URL: db.readerUrl ?? '',
-  BUZZ_DEFAULT_COMMUNITY_HOSTS: 'localhost',
-  BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '1000000',
-  BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000000',
-  ...extra,
-});
+const QUOTAS_OFF = { BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN: '1000000', BUZZ_RATE_LIMIT_HUMAN_WS_EVENTS_PER_SEC: '1000000' };
 
 beforeAll(async () => {
   db = await createTestDatabase();
   [relay, unlimited] = await Promise.all([
-    startRelay(relayEnv({ BUZZ_PREAUTH_INPUT_BYTES_PER_IP: String(RATE) })),
-    startRelay(relayEnv({ BUZZ_PREAUTH_INPUT_BYTES_PER_IP: '0' })),
+    startRelay(relayEnv(db, { ...QUOTAS_OFF, BUZZ_PREAUTH_INPUT_BYTES_PER_IP: String(RATE) })),
+    startRelay(relayEnv(db, { ...QUOTAS_OFF, BUZZ_PREAUTH_INPUT_BYTES_PER_IP: '0' })),
   ]);
 }, 60_000);
 
