@@ -25,7 +25,6 @@ export const HANDLER_WAITING_PER_SLOT = 4;
 export type ReadAdmission = 'refuse' | 'wait';
 
 interface Waiting {
-  readonly key: string | undefined;
   admit(): void;
 }
 
@@ -105,7 +104,7 @@ export class HandlerGate {
     if (!this.hasReadSlot()) {
       if (admission === 'refuse' || this.waiting.length >= HANDLER_WAITING_PER_SLOT * this.config.limits.maxConcurrentHandlers) return this.refused('capacity');
       if (key !== undefined) this.readsByKey.set(key, held + 1);
-      const admitted = await this.waitForSlot(key);
+      const admitted = await this.waitForSlot();
       if (!admitted) {
         if (key !== undefined) this.releaseKey(key);
         return this.refused('capacity');
@@ -131,10 +130,9 @@ export class HandlerGate {
   }
 
   /** Resolves true once a slot was taken for this read (counted), false at the deadline. */
-  private waitForSlot(key: string | undefined): Promise<boolean> {
+  private waitForSlot(): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const entry: Waiting = {
-        key,
         admit: () => {
           clearTimeout(timer);
           this.active += 1;
