@@ -180,9 +180,15 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     this.dispatch(conn, msg);
   }
 
-  /** An AUTH was answered: once authenticated, the address's pre-AUTH budget no longer applies; held frames run. */
+  /**
+   * An AUTH was answered: once authenticated, the address's pre-AUTH budget no longer applies and
+   * the fan-out counts the socket for its pubkey; held frames run.
+   */
   private authOutcome(conn: RelayConnection): void {
-    if (conn.authState === 'authenticated') this.preAuthInput.leave(conn);
+    if (conn.authState === 'authenticated') {
+      this.preAuthInput.leave(conn);
+      this.fanout.authenticated(conn);
+    }
     this.endHold(conn);
   }
 
