@@ -2,8 +2,8 @@
  * Event id + BIP-340 Schnorr verification core, and the `worker_threads` entry that runs it for
  * {@link SignatureVerifier} (`signature-verifier.ts`).
  *
- * This file must stay self-contained: its only imports are `node:` built-ins and
- * `tiny-secp256k1`, and it never touches `import.meta` (the native backend is loaded through a
+ * This file must stay self-contained: its only run-time imports are `node:` built-ins and
+ * `tiny-secp256k1` (the wire type is imported as a type, erased when compiled), and it never touches `import.meta` (the native backend is loaded through a
  * `createRequire` anchor the caller passes in). That is what lets the pool run it as compiled
  * ESM (`dist/src/events/signature.worker.js`) and the unit specs run it from source, as a CommonJS
  * string evaluated in the worker (test/harness/signature-verifier-from-source.ts). On the main thread importing it
@@ -15,6 +15,7 @@ import { dirname } from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { isXOnlyPoint, verifySchnorr } from 'tiny-secp256k1';
+import type { NostrEvent } from '../nostr/nostr.types.js';
 
 /** Per-event outcome codes; compact so a batch answer is one transferable Uint8Array. */
 export const VERIFY_CODE = {
@@ -29,16 +30,8 @@ export type VerifyCode = (typeof VERIFY_CODE)[keyof typeof VERIFY_CODE];
 /** `workerData.role` marker: the message loop starts only inside a pool worker. */
 export const SIGNATURE_WORKER_ROLE = 'buzz-signature-verifier';
 
-/** The fields that enter the id and the signature check. */
-export interface VerifiableEvent {
-  id: string;
-  pubkey: string;
-  created_at: number;
-  kind: number;
-  tags: string[][];
-  content: string;
-  sig: string;
-}
+/** The fields that enter the id and the signature check: a NIP-01 event. */
+export type VerifiableEvent = NostrEvent;
 
 /** `workerData` of a pool worker. */
 export interface SignatureWorkerData {
