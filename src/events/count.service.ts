@@ -16,7 +16,7 @@
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { EventQueryService, HistoryContext } from './event-query.service.js';
+import { EventQueryService, FILTER_QUERY_CONCURRENCY, HistoryContext } from './event-query.service.js';
 import { matchesNothing } from '../nostr/filter.js';
 import { ReadScope } from './read-scope.js';
 import { SearchRepository } from './search.repository.js';
@@ -46,9 +46,31 @@ export class CountService {
     private readonly metrics: RelayMetrics,
   ) {}
 
+  /**
+   * At most FILTER_QUERY_CONCURRENCY filters are read at once, as for a REQ. Once one fails (shed,
+   * refused for the key's share, too broad) the count has failed: no further filter is read, and
+   * the reads already running finish unread. Started all at once, a flood's ten-filter COUNTs
+   * kept the replica busy on nine reads each whose answer was already lost.
+   */
   async count(scope: ReadScope, filters: readonly NostrFilter[], ctx: CountContext): Promise<number> {
-    const counts = await Promise.all(filters.map((f) => (f.search === undefined ? this.queries.count(scope, [f], ctx) : this.fallback(scope, { ...f, search: f.search }, ctx))));
-    return counts.reduce((a, b) => a + b, 0);
+    let total = 0;
+    let next = 0;
+    let failed = false;
+    const reader = async () => {
+      while (!failed && next < filters.length) {
+        const f = filters[next++];
+        try {
+          // Read `total` only after the await: `total += await …` would add to a stale sum.
+          const n = await (f.search === undefined ? this.queries.count(scope, [f], ctx) : this.fallback(scope, { ...f, search: f.search }, ctx));
+          total += n;
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(FILTER_QUERY_CONCURRENCY, filters.length) }, reader));
+    return total;
   }
 
   /** A full-text match reads an index entry per matching row however few are counted: always a heavy read. */
