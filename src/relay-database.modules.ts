@@ -37,6 +37,7 @@ export function relayDatabaseModules(config: AppConfig): DynamicModule[] {
         readMaxAgeMs: config.replica.readMaxAgeMs,
         writerReadCap: config.database.writerReadCap,
         writerHeavyReadCap: config.database.writerHeavyReadCap,
+        historyHeavyReadCap: config.database.historyHeavyReadCap,
         tenantSharePercent: config.limits.keySharePercent,
         clientReadTimeoutMs: config.database.clientReadTimeoutMs,
       },

@@ -80,6 +80,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BUZZ_DB_WRITER_READ_CAP: '4', BUZZ_DB_WRITER_HEAVY_READ_CAP: '5' })).toThrow(/BUZZ_DB_WRITER_HEAVY_READ_CAP.*1\.\.BUZZ_DB_WRITER_READ_CAP \(4\)/);
   });
 
+  it('takes a quarter of the history-read cap for heavy replica reads by default, and at most the cap', () => {
+    expect(loadConfig({}).database.historyHeavyReadCap).toBe(4); // pool 20 → cap 16
+    expect(loadConfig({ BUZZ_DB_READ_POOL_SIZE: '2' }).database.historyHeavyReadCap).toBe(1);
+    expect(loadConfig({ BUZZ_DB_READ_POOL_SIZE: '10', BUZZ_DB_HISTORY_HEAVY_READ_CAP: '8' }).database.historyHeavyReadCap).toBe(8);
+    expect(() => loadConfig({ BUZZ_DB_READ_POOL_SIZE: '10', BUZZ_DB_HISTORY_HEAVY_READ_CAP: '9' })).toThrow(/BUZZ_DB_HISTORY_HEAVY_READ_CAP.*1\.\.the history-read cap \(8/);
+  });
+
   it('treats a blank READ_DATABASE_URL as unset', () => {
     expect(loadConfig({ READ_DATABASE_URL: '   ' }).database.readUrl).toBeUndefined();
   });

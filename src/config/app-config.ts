@@ -8,6 +8,7 @@ import { MEMORY_SHARES } from './memory-shares.js';
 import proxyaddr from '@fastify/proxy-addr';
 import { ConfigError, EnvReader } from './env-reader.js';
 import { isHex64 } from '../nostr/hex.js';
+import { historyHeavyReadCap, historyReadCap } from '@buzz-relay/read-path';
 
 export interface DatabaseConfig {
   /** Writer (and fence-probe) connection string; undefined = start the embedded default. */
@@ -35,6 +36,12 @@ export interface DatabaseConfig {
    * cannot take the writer's CPU from event writes.
    */
   readonly writerHeavyReadCap: number;
+  /**
+   * `BUZZ_DB_HISTORY_HEAVY_READ_CAP` (1..the history-read cap, default a quarter of it, at least
+   * 1): how many replica history reads may be heavy (a full-text COUNT, a filter of more than 64
+   * values) at once, so a flood of them cannot take every replica core from light reads.
+   */
+  readonly historyHeavyReadCap: number;
   /**
    * `BUZZ_DB_SEARCH_POOL_SIZE` (1..10000, default 4): the NIP-50 search pool's connections, on
    * `READ_DATABASE_URL` when set, else on `DATABASE_URL`; it also sizes the search gate (one
@@ -313,6 +320,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
   }
   const poolSize = r.int('BUZZ_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1, 10_000);
   const writerReadCap = r.int('BUZZ_DB_WRITER_READ_CAP', defaultWriterReadCap(poolSize), 1, poolSize, `must be an integer in 1..BUZZ_DB_POOL_SIZE (${poolSize})`);
+  const readPoolSize = r.int('BUZZ_DB_READ_POOL_SIZE', poolSize, 1, 10_000);
+  const historyCap = historyReadCap(readPoolSize);
   const memoryBudgetBytes = r.int('BUZZ_MEMORY_BUDGET_BYTES', defaultMemoryBudgetBytes(), 16 * MIB, 1024 * 1024 * MIB);
   const bind = parseBind(r);
   const config: AppConfig = {
@@ -330,11 +339,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): AppConfig {
       url: r.optionalUrl('DATABASE_URL', ['postgres:', 'postgresql:']),
       readUrl: r.optionalUrl('READ_DATABASE_URL', ['postgres:', 'postgresql:']),
       poolSize,
-      readPoolSize: r.int('BUZZ_DB_READ_POOL_SIZE', poolSize, 1, 10_000),
+      readPoolSize,
       statementTimeoutMs: r.int('BUZZ_DB_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
       clientReadTimeoutMs: r.int('BUZZ_DB_CLIENT_READ_TIMEOUT_MS', CLIENT_READ_TIMEOUT_DEFAULT_MS, 1, 86_400_000),
       writerReadCap,
       writerHeavyReadCap: r.int('BUZZ_DB_WRITER_HEAVY_READ_CAP', 1, 1, writerReadCap, `must be an integer in 1..BUZZ_DB_WRITER_READ_CAP (${writerReadCap})`),
+      historyHeavyReadCap: r.int('BUZZ_DB_HISTORY_HEAVY_READ_CAP', historyHeavyReadCap(historyCap), 1, historyCap, `must be an integer in 1..the history-read cap (${historyCap}, from BUZZ_DB_READ_POOL_SIZE)`),
       searchPoolSize: r.int('BUZZ_DB_SEARCH_POOL_SIZE', DEFAULT_SEARCH_POOL_SIZE, 1, 10_000),
       lockTimeoutMs: r.int('BUZZ_DB_LOCK_TIMEOUT_MS', 5000, 0, 86_400_000),
       idleTxnTimeoutMs: r.int('BUZZ_DB_IDLE_TXN_TIMEOUT_MS', 60_000, 0, 86_400_000),

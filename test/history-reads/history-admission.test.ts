@@ -195,6 +195,48 @@ describe('the gate', () => {
   });
 });
 
+describe('heavy history reads', () => {
+  let layer: OpenLayer;
+  let gate: HistoryReadGate;
+  beforeAll(async () => {
+    layer = await layerWith(5); // cap 4, of which one heavy place (a quarter)
+    gate = layer.app.get(HistoryReadGate);
+  }, 30_000);
+  afterAll(() => layer?.close(), 30_000);
+
+  const heavyRead = (tenant: string, work: (d: Kysely<DB>) => Promise<string>) => layer.routed.read({ path: 'count_req', predicate: BOUNDED, tenant, heavy: true }, work);
+
+  it('past its heavy places a heavy read is shed as history_read_cap while light reads are served from the replica', async () => {
+    expect([gate.capacity, gate.heavy.capacity]).toEqual([4, 1]);
+    let finish!: () => void;
+    const running = new Promise<void>((resolve) => (finish = resolve));
+    let started!: () => void;
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    const first = heavyRead('key-a', async (d) => {
+      started();
+      await running;
+      return where(d);
+    });
+    await holding;
+    const refusals0 = await metricValue('buzz_db_read_share_refusals_total', { gate: 'history_heavy_reads', reason: 'capacity' });
+
+    const second = await observe(() => heavyRead('key-b', where));
+    expect(second.error).toBeInstanceOf(HistoryReadRejectedError);
+    expect((second.error as HistoryReadRejectedError).reason).toBe('history_read_cap');
+    expect(second.routes).toEqual({ 'count_req/rejected/history_read_cap': 1 });
+    expect(second.spilled).toEqual({}); // shed, never sent to the writer
+    expect(await metricValue('buzz_db_read_share_refusals_total', { gate: 'history_heavy_reads', reason: 'capacity' })).toBe(refusals0 + 1);
+    const light = await observe(() => routedWhere(layer, 'req_historical'));
+    expect(light.value).toBe('replica');
+    expect(light.routes).toEqual({ 'req_historical/replica/fresh': 1 });
+
+    finish();
+    expect(await first).toBe('replica');
+    expect([gate.inUse, gate.heavy.inUse]).toEqual([0, 0]);
+    expect(await heavyRead('key-b', where)).toBe('replica');
+  });
+});
+
 describe('match_nothing_reads_take_no_connection', () => {
   let layer: OpenLayer;
   let query: EventQueryService;

@@ -41,7 +41,8 @@ export { minReadBudgetMs } from './replica-fence/replica-fence.constants.js';
 export { HistoryReadsModule } from './history-reads/history-reads.module.js';
 export { HISTORY_READS_OPTIONS } from './history-reads/history-reads.options.js';
 export type { HistoryReadsModuleOptions } from './history-reads/history-reads.options.js';
-export { HistoryReadGate, historyReadCap } from './history-reads/history-read-gate.js';
+export { HistoryReadGate, historyHeavyReadCap, historyReadCap } from './history-reads/history-read-gate.js';
+export type { HistoryRefusal } from './history-reads/history-read-gate.js';
 
 export { RoutedReaderModule } from './routing/routed-reader.module.js';
 export { ROUTED_READER_OPTIONS } from './routing/routed-reader.options.js';

@@ -59,7 +59,7 @@ export class ReadPathModule {
       imports: [
         DatabaseModule.forRootAsync(part((o) => o.database)),
         ReplicaFenceModule.forRootAsync(part((o) => o.fence ?? { probe: true })),
-        HistoryReadsModule.forRootAsync(part((o) => ({ readPoolSize: poolSettings(o.database).readPoolSize, tenantSharePercent: o.routing.tenantSharePercent }))),
+        HistoryReadsModule.forRootAsync(part((o) => ({ readPoolSize: poolSettings(o.database).readPoolSize, tenantSharePercent: o.routing.tenantSharePercent, heavyReadCap: o.routing.historyHeavyReadCap }))),
         RoutedReaderModule.forRootAsync(part((o) => o.routing)),
       ],
     };

@@ -66,7 +66,7 @@ export class WriterReadRejectedError extends PoolTimeoutError {
 }
 
 /** The read gates whose permits are shared between tenants (common/permit-gate.ts). */
-export type SharedReadGate = 'writer_reads' | 'writer_heavy_reads' | 'history_reads' | 'search';
+export type SharedReadGate = 'writer_reads' | 'writer_heavy_reads' | 'history_reads' | 'history_heavy_reads' | 'search';
 
 /**
  * A read refused because its tenant (the client's key) held its whole share of a read gate for

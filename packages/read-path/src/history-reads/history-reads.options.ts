@@ -1,5 +1,6 @@
 /**
- * What HistoryReadsModule needs: the reader pool size its permit count is derived from.
+ * What HistoryReadsModule needs: the reader pool size its permit count is derived from, the
+ * tenant share, and the heavy reads' bound.
  */
 import { rootModuleBuilder } from '../common/root-module-builder.js';
 
@@ -11,6 +12,11 @@ export interface HistoryReadsModuleOptions {
    * (1..100, default 100: no share). See common/permit-gate.ts for how permits are shared.
    */
   readonly tenantSharePercent?: number;
+  /**
+   * How many of the admitted reads may be heavy (RouteRequest.heavy) at once, 1..the cap
+   * (default a quarter of the cap, at least one).
+   */
+  readonly heavyReadCap?: number;
 }
 
 /** forRoot / forRootAsync (common/root-module-builder.ts). */

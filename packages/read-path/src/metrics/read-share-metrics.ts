@@ -8,7 +8,7 @@
  */
 import { counter } from './metric-factory.js';
 
-export type ReadShareGate = 'writer_reads' | 'writer_heavy_reads' | 'history_reads' | 'search';
+export type ReadShareGate = 'writer_reads' | 'writer_heavy_reads' | 'history_reads' | 'history_heavy_reads' | 'search';
 export type ReadShareRefusal = 'share' | 'capacity' | 'preempted';
 
 const refusals = counter({

@@ -29,7 +29,11 @@ export interface RouteRequest {
    * (common/permit-gate.ts): the relay passes the client's key. Absent = the relay's own read.
    */
   readonly tenant?: string;
-  /** Served by the writer (a fallback), the read needs a place under the heavy-read cap too (WriterReadOptions.heavy). */
+  /**
+   * A read that keeps a backend busy (a full-text count, a filter of many values): on the replica
+   * it needs a heavy place of the history-read gate too, on the writer one under the writer's
+   * heavy-read cap (WriterReadOptions.heavy).
+   */
   readonly heavy?: boolean;
 }
 

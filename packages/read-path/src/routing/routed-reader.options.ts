@@ -22,6 +22,11 @@ export interface RoutedReaderModuleOptions {
    */
   readonly writerHeavyReadCap?: number;
   /**
+   * How many replica history reads may be heavy at once (default a quarter of the history-read
+   * cap, at least one); ReadPathModule hands it to HistoryReadsModule as `heavyReadCap`.
+   */
+  readonly historyHeavyReadCap?: number;
+  /**
    * Most of the writer-read cap one tenant (a read's `tenant`) may hold at once, in percent
    * (1..100, default 100: no share); the history-read gate takes its own from HistoryReadsModule.
    */

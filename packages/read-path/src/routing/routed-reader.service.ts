@@ -263,17 +263,18 @@ export class RoutedReader {
 
   /**
    * §3.4: a history permit within 1 s (FIFO within a tenant), else the read is shed as
-   * `history_read_cap`; one refused because its tenant held its share is recorded the same way
-   * and thrown as ReadShareExceededError (the client's own reads filled it, not the pod's).
+   * `history_read_cap`; a heavy read needs a heavy place too, in the same second. One refused
+   * because its tenant held its share is recorded the same way and thrown as
+   * ReadShareExceededError (the client's own reads filled it, not the pod's).
    */
-  private async admit(path: RoutePathLabel, tenant: string | undefined): Promise<HistoryPermit | undefined> {
+  private async admit(path: RoutePathLabel, tenant: string | undefined, heavy: boolean): Promise<HistoryPermit | undefined> {
     if (!this.policy.shed) return undefined;
-    const permit = await this.gate.admit(HISTORY_PERMIT_WAIT_MS, tenant);
-    if (typeof permit !== 'string') return permit;
-    recordReadShareRefusal('history_reads', permit);
-    if (permit === 'capacity') this.reject(path, 'history_read_cap');
+    const permit = await this.gate.admitRead(heavy, tenant);
+    if (!('refusal' in permit)) return permit;
+    recordReadShareRefusal(permit.gate, permit.refusal);
+    if (permit.refusal === 'capacity') this.reject(path, 'history_read_cap');
     this.metrics.recordRoute(path, { decision: 'rejected', reason: 'history_read_cap' });
-    throw new ReadShareExceededError('history_reads');
+    throw new ReadShareExceededError(permit.gate);
   }
 
   /**
@@ -324,7 +325,7 @@ export class RoutedReader {
     const operation = fallbackOperation(req);
     // The permit is taken after the pre-check (a read bound for the writer never waits on the
     // gate) and before the acquire (no connection is held while a read waits for a permit).
-    const permit = operation === 'subscription_history' ? await this.admit(req.path, req.tenant) : undefined;
+    const permit = operation === 'subscription_history' ? await this.admit(req.path, req.tenant, req.heavy === true) : undefined;
     const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
     if (!(tx instanceof ReaderTx)) {
       permit?.release();
