@@ -3,7 +3,7 @@
  * pipeline as a WebSocket EVENT, after the common admission of §3.1 (tenant, NIP-98 bound to the
  * body by its `payload` tag, quotas, replay, bans, relay membership). The answer is the `OK` of
  * the WebSocket as JSON: 200 `{"event_id","accepted","message"}` when stored (or already stored),
- * otherwise `{"error": <reason>}` with the status of its prefix (ingestStatus).
+ * otherwise `{"error": <reason>}` with the status of its refusal's code (ingestStatus).
  */
 import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -12,7 +12,7 @@ import { annotateRequest } from '../common/request-annotations.js';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
-import { ingestStatus } from './ingest-status.js';
+import { ingestStatus } from './refusal-status.js';
 
 export interface EventAck {
   readonly event_id: string;

@@ -12,6 +12,8 @@
  * - `RelayClosedError`: any other CLOSED reason (`restricted:`, `auth-required:`, …); terminal.
  * - `AuthFailedError`: NIP-42 was refused; terminal.
  */
+import { parseRefusal } from '../nostr/refusal.js';
+
 export const QUERY_TIMED_OUT_REASON = 'error: query timed out';
 export const DATABASE_ERROR_REASON = 'error: database error';
 
@@ -102,7 +104,7 @@ export function retryAfterMs(reason: string): number | undefined {
 export function errorForClosed(subId: string, reason: string): BuzzClientError {
   if (reason === QUERY_TIMED_OUT_REASON) return new QueryTimedOutError(subId);
   if (reason === DATABASE_ERROR_REASON) return new DatabaseUnavailableError(subId);
-  if (reason.startsWith('rate-limited:')) return new RateLimitedError(reason, retryAfterMs(reason));
+  if (parseRefusal(reason)?.code === 'rate-limited') return new RateLimitedError(reason, retryAfterMs(reason));
   return new RelayClosedError(subId, reason);
 }
 

@@ -3,6 +3,7 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import { visibilityOf } from '../channels/group-commands.service.js';
 import { deletionTarget, deriveChannel } from './event-derivation.js';
 import { Rejection } from './rejection.js';
+import { Refusal } from '../nostr/refusal.js';
 
 const CHANNEL = '11111111-1111-4111-8111-111111111111';
 const ID = 'd'.repeat(64);
@@ -63,6 +64,6 @@ describe('visibilityOf (9007/9002)', () => {
   });
 
   it('refuses an unknown explicit visibility', () => {
-    expect(() => visibilityOf(event(9002, [['visibility', 'secret']]))).toThrow(new Rejection('invalid: visibility must be open or private'));
+    expect(() => visibilityOf(event(9002, [['visibility', 'secret']]))).toThrow(new Rejection(new Refusal('invalid', 'visibility must be open or private')));
   });
 });

@@ -25,17 +25,21 @@ import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
-import { reject, Rejection, TARGET_NOT_FOUND } from './rejection.js';
+import { reject, Rejection, rejectionLabel, TARGET_NOT_FOUND } from './rejection.js';
+import { parseRefusal, Refusal } from '../nostr/refusal.js';
 import { TargetVisibility } from './target-visibility.service.js';
 import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
 import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
 import { ReportIntake } from './commands/report.commands.js';
 
-export interface IngestResult {
-  readonly accepted: boolean;
-  readonly message: string;
-  readonly eventId: string | undefined;
-}
+/**
+ * What ingest answers, as the `OK` of NIP-01: `message` is its reason text ('' when stored,
+ * `duplicate:` when already stored); a refused event carries its refusal too, whose `wire` is the
+ * message, for the transport to map (HTTP status, metric label) without reading the text.
+ */
+export type IngestResult =
+  | { readonly accepted: true; readonly message: string; readonly eventId: string | undefined }
+  | { readonly accepted: false; readonly message: string; readonly eventId: string | undefined; readonly refusal: Refusal };
 
 export interface IngestContext {
   readonly communityId: string;
@@ -78,14 +82,14 @@ export class IngestService {
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
     const parsed = parseEvent(raw);
-    if (!parsed.ok) return this.rejected(ctx, idOf(raw), parsed.reason);
+    if (!parsed.ok) return this.rejected(ctx, idOf(raw), parseRefusal(parsed.reason)!);
     const event = parsed.event;
     try {
       const result = await this.accept(event, ctx);
       this.metrics.eventsReceived.inc({ kind: kindMetricLabel(event.kind) });
       return result;
     } catch (err) {
-      if (err instanceof Rejection) return this.rejected(ctx, event.id, err.message);
+      if (err instanceof Rejection) return this.rejected(ctx, event.id, err.refusal);
       throw err;
     }
   }
@@ -320,9 +324,9 @@ export class IngestService {
     }
   }
 
-  private rejected(ctx: IngestContext, eventId: string | undefined, message: string): IngestResult {
-    this.metrics.eventsRejected.inc({ transport: ctx.transport, reason: rejectionLabel(message) });
-    return { accepted: false, message, eventId };
+  private rejected(ctx: IngestContext, eventId: string | undefined, refusal: Refusal): IngestResult {
+    this.metrics.eventsRejected.inc({ transport: ctx.transport, reason: rejectionLabel(refusal.code) });
+    return { accepted: false, message: refusal.wire, eventId, refusal };
   }
 
   /** Ingest lookups read the writer (a just-stored parent must be found at once), on `event_write` checkouts. */
@@ -345,13 +349,6 @@ function looksUpAhead(kind: number): boolean {
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {
   const at = Number(current.created_at);
   return at > event.created_at || (at === event.created_at && current.id.toString('hex') < event.id);
-}
-
-function rejectionLabel(message: string): 'auth' | 'invalid' | 'scope' | 'error' {
-  if (message.startsWith('auth-required:') || message.startsWith('blocked:')) return 'auth';
-  if (message.startsWith('restricted:')) return 'scope';
-  if (message.startsWith('error:')) return 'error';
-  return 'invalid';
 }
 
 function idOf(raw: unknown): string | undefined {

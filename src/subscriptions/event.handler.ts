@@ -1,12 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { IngestService } from '../events/ingest.service.js';
+import { rejectionLabel } from '../events/rejection.js';
+import { Refusal } from '../nostr/refusal.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { HandlerGate, handlerRefusalReason } from './handler-gate.js';
 import { RelayConnection } from './relay-connection.js';
 import { okReason } from './ws-reasons.js';
 
-const NOT_AUTHENTICATED = 'auth-required: not authenticated';
+const NOT_AUTHENTICATED = new Refusal('auth-required', 'not authenticated');
+const AUTH_EVENT = new Refusal('invalid', 'AUTH events cannot be submitted via EVENT');
+const PUBKEY_MISMATCH = new Refusal('invalid', 'event pubkey does not match authenticated identity');
 
 /** WS EVENT: the pre-checks of relay.md §5.1, then the shared ingest pipeline. */
 @Injectable()
@@ -23,8 +27,8 @@ export class EventHandler {
     const id = eventIdOf(raw);
     const pre = this.preCheck(conn, raw);
     if (pre) {
-      this.metrics.eventsRejected.inc({ transport: 'ws', reason: pre.startsWith('auth-required') ? 'auth' : 'invalid' });
-      conn.send(['OK', id, false, pre]);
+      this.metrics.eventsRejected.inc({ transport: 'ws', reason: rejectionLabel(pre.code) });
+      conn.send(['OK', id, false, pre.wire]);
       return;
     }
     const quota = await this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT', conn.nipOaOwner === undefined ? 'human' : 'agent');
@@ -53,14 +57,14 @@ export class EventHandler {
   /** The answer to an EVENT from a connection that is not authenticated. */
   refuseUnauthenticated(conn: RelayConnection, raw: unknown): void {
     this.metrics.eventsRejected.inc({ transport: 'ws', reason: 'auth' });
-    conn.send(['OK', eventIdOf(raw), false, NOT_AUTHENTICATED]);
+    conn.send(['OK', eventIdOf(raw), false, NOT_AUTHENTICATED.wire]);
   }
 
-  private preCheck(conn: RelayConnection, raw: unknown): string | undefined {
+  private preCheck(conn: RelayConnection, raw: unknown): Refusal | undefined {
     if (conn.authState !== 'authenticated') return NOT_AUTHENTICATED;
     const ev = raw as { pubkey?: unknown; kind?: unknown };
-    if (ev.kind === 22242) return 'invalid: AUTH events cannot be submitted via EVENT';
-    if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return 'invalid: event pubkey does not match authenticated identity';
+    if (ev.kind === 22242) return AUTH_EVENT;
+    if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return PUBKEY_MISMATCH;
     return undefined;
   }
 }
