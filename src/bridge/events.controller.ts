@@ -9,20 +9,17 @@ import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
 import { annotateRequest } from '../common/request-annotations.js';
+import { INGEST_REFUSALS } from '../events/ingest.refusals.js';
 import { IngestService } from '../events/ingest.service.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
-import { ingestStatus } from './refusal-status.js';
+import { ingestStatus, refusalError } from './refusal-status.js';
 
 export interface EventAck {
   readonly event_id: string;
   readonly accepted: boolean;
   readonly message: string;
 }
-
-export const PUBKEY_MISMATCH = 'invalid: event pubkey does not match authenticated identity';
-/** POST /events takes one event object as the body, not an array or a `["EVENT", …]` frame. */
-export const EVENTS_BODY_SHAPE = 'invalid: the body must be one event object (not an array)';
 
 @Controller()
 export class EventsController {
@@ -41,7 +38,7 @@ export class EventsController {
     // Identity (relay.md §5.2 step 5): the signer of the request publishes as itself only.
     // Gift wraps, the one exemption, are WebSocket-only and refused by ingest.
     const kind = (event as { kind?: unknown } | null)?.kind;
-    if ((event as { pubkey?: unknown } | null)?.pubkey !== caller.pubkey && kind !== 1059) this.refuse(PUBKEY_MISMATCH);
+    if ((event as { pubkey?: unknown } | null)?.pubkey !== caller.pubkey && kind !== 1059) this.refuse(refusalError(INGEST_REFUSALS.pubkeyMismatch));
     const result = await this.ingest.ingest(event, { communityId: caller.communityId, transport: 'http', author: caller.pubkey }).catch((err: unknown) => {
       this.metrics.eventsRejected.inc({ transport: 'http', reason: 'error' });
       throw err;
@@ -58,16 +55,16 @@ export class EventsController {
     try {
       body = JSON.parse(rawBody);
     } catch (e) {
-      return this.refuse(`invalid event JSON: ${(e as Error).message}`);
+      return this.refuse(new HttpError(400, `invalid event JSON: ${(e as Error).message}`));
     }
     // One event per request: an array (the WebSocket frame's shape) or any other value is said as such.
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return this.refuse(EVENTS_BODY_SHAPE);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return this.refuse(refusalError(INGEST_REFUSALS.bodyNotOneEvent));
     return body;
   }
 
-  /** A refusal decided before ingest, counted like ingest's own. */
-  private refuse(message: string): never {
+  /** A refusal decided before ingest (each a 400), counted like ingest's own. */
+  private refuse(err: HttpError): never {
     this.metrics.eventsRejected.inc({ transport: 'http', reason: 'invalid' });
-    throw new HttpError(400, message);
+    throw err;
   }
 }

@@ -3,13 +3,16 @@
  * references and its mentions. Pure functions; lookups happen in the caller.
  */
 import { NostrEvent } from '../nostr/nostr.types.js';
-import { BAD_GROUP_ID, channelIdOf } from '../nostr/group-id.js';
+import { channelIdOf } from '../nostr/group-id.js';
+import { EVENT_REFUSALS } from '../nostr/event.refusals.js';
+import { Refusal } from '../nostr/refusal.js';
+import { INGEST_REFUSALS } from './ingest.refusals.js';
 import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from '../nostr/kinds.js';
 import { isHex64 } from '../nostr/hex.js';
 
 export type ChannelDerivation =
   | { ok: true; channelId: string | null; fromTarget: string | undefined; fromCoordinate?: { kind: number; pubkey: string; d: string } }
-  | { ok: false; reason: string };
+  | { ok: false; reason: Refusal };
 
 /**
  * Reactions and deletions take the channel of their target (`fromTarget` or
@@ -20,7 +23,7 @@ export type ChannelDerivation =
 export function deriveChannel(event: NostrEvent): ChannelDerivation {
   if (event.kind === 7) {
     const target = lastHexTag(event, 'e');
-    if (!target) return { ok: false, reason: 'invalid: reaction must reference a target event via e tag' };
+    if (!target) return { ok: false, reason: INGEST_REFUSALS.reactionWithoutTarget };
     return { ok: true, channelId: null, fromTarget: target };
   }
   if (event.kind === 5) {
@@ -38,9 +41,9 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
   if (NIP29_COMMAND_KINDS.has(event.kind)) {
     // A NIP-29 client's group id must name a channel here: never stored as a global event.
     const h = event.tags.find((t) => t[0] === 'h');
-    if (!h) return { ok: false, reason: 'invalid: channel-scoped events must include an h tag' };
+    if (!h) return { ok: false, reason: INGEST_REFUSALS.channelTagMissing };
     const channelId = channelIdOf(h[1] ?? '');
-    if (channelId === undefined) return { ok: false, reason: BAD_GROUP_ID };
+    if (channelId === undefined) return { ok: false, reason: EVENT_REFUSALS.badGroupId };
     return { ok: true, channelId, fromTarget: undefined };
   }
   let h: string | null = null;
@@ -48,7 +51,7 @@ export function deriveChannel(event: NostrEvent): ChannelDerivation {
   if (!h && REQUIRES_CHANNEL_KINDS.has(event.kind)) {
     // An h tag that is there but names no channel id is said as such, not as a missing tag.
     const named = event.tags.some((t) => t[0] === 'h');
-    return { ok: false, reason: named ? BAD_GROUP_ID : 'invalid: channel-scoped events must include an h tag' };
+    return { ok: false, reason: named ? EVENT_REFUSALS.badGroupId : INGEST_REFUSALS.channelTagMissing };
   }
   return { ok: true, channelId: h, fromTarget: undefined };
 }
@@ -87,16 +90,16 @@ export function lastHexTag(event: NostrEvent, name: string): string | undefined 
 export type DeletionTarget =
   | { ok: true; id: string; coordinate?: undefined }
   | { ok: true; id?: undefined; coordinate: { kind: number; pubkey: string; d: string } }
-  | { ok: false; reason: string };
+  | { ok: false; reason: Refusal };
 
 /** Kind 5 and 9005 (relay.md §1.3, §5.2 step 12): exactly one `e` or `a` tag, well formed. */
 export function deletionTarget(ev: NostrEvent): DeletionTarget {
   const targets = ev.tags.filter((t) => t[0] === 'e' || t[0] === 'a');
-  if (targets.length !== 1) return { ok: false, reason: `invalid: deletion must have exactly one e or a target (got ${targets.length})` };
+  if (targets.length !== 1) return { ok: false, reason: INGEST_REFUSALS.deletionTargets(targets.length) };
   const [name, value] = targets[0];
-  if (name === 'e') return isHex64(value) ? { ok: true, id: value } : { ok: false, reason: 'invalid: deletion e tag must be a 64-hex event id' };
+  if (name === 'e') return isHex64(value) ? { ok: true, id: value } : { ok: false, reason: INGEST_REFUSALS.deletionEventId };
   const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
-  if (!m) return { ok: false, reason: 'invalid: deletion a tag must be <kind>:<pubkey>:<d>' };
+  if (!m) return { ok: false, reason: INGEST_REFUSALS.deletionCoordinate };
   return { ok: true, coordinate: { kind: Number(m[1]), pubkey: m[2], d: m[3] } };
 }
 

@@ -12,6 +12,7 @@ import { ModerationRepository, Restriction } from '../moderation/moderation.repo
 import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
+import { INGEST_REFUSALS } from './ingest.refusals.js';
 import { TargetVisibility } from './target-visibility.service.js';
 
 /**
@@ -74,7 +75,7 @@ export class IngestGates {
     const ch = await this.channels.find(communityId, channelId);
     // An archived channel takes nothing but the metadata edit that can unarchive it (§5.2 step 12),
     // edits and the other self-validating kinds included.
-    if (ch?.archived && event.kind !== GROUP_KINDS.EDIT_METADATA) reject('invalid: channel is archived');
+    if (ch?.archived && event.kind !== GROUP_KINDS.EDIT_METADATA) reject(INGEST_REFUSALS.channelArchived);
     if (SELF_VALIDATING_KINDS.has(event.kind)) return;
     if (ch?.visibility === 'open') return;
     const role = ch ? await this.channels.memberRole(communityId, channelId, event.pubkey) : undefined;

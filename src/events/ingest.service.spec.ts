@@ -10,7 +10,8 @@ import { ModerationRepository, Restriction } from '../moderation/moderation.repo
 import { IngestGates } from './ingest-gates.service.js';
 import { IngestContext, IngestService } from './ingest.service.js';
 import { KIND } from '../nostr/kinds.js';
-import { REASON_BAD_SIGNATURE, SignatureVerifier, VerifyResult } from './signature-verifier.js';
+import { SignatureVerifier, VerifyResult } from './signature-verifier.js';
+import { INGEST_REFUSALS } from './ingest.refusals.js';
 
 const author = generateSecretKey();
 const ctx: IngestContext = { communityId: '00000000-0000-4000-8000-000000000001', transport: 'ws', author: getPublicKey(author) };
@@ -84,8 +85,8 @@ describe('the restriction lookup beside the signature check', () => {
     const p = pipeline();
     const answer = p.service.ingest(sign(1), ctx);
     p.lookups[0].resolve({ kind: 'banned' });
-    p.verdict.resolve({ ok: false, reason: REASON_BAD_SIGNATURE });
-    expect(await answer).toMatchObject({ accepted: false, message: REASON_BAD_SIGNATURE });
+    p.verdict.resolve({ ok: false, reason: INGEST_REFUSALS.badSignature });
+    expect(await answer).toMatchObject({ accepted: false, message: 'invalid: bad signature' });
   });
 
   it('looks the session author up ahead for a gift wrap, and the wrap key only after the verdict', async () => {
@@ -126,8 +127,8 @@ describe('a failed restriction lookup', () => {
   it('for an event refused on its signature: the signature answers, and the failure is no unhandled rejection', async () => {
     const p = pipeline();
     const answer = p.service.ingest(sign(1), ctx);
-    p.verdict.resolve({ ok: false, reason: REASON_BAD_SIGNATURE });
-    expect(await answer).toMatchObject({ accepted: false, message: REASON_BAD_SIGNATURE });
+    p.verdict.resolve({ ok: false, reason: INGEST_REFUSALS.badSignature });
+    expect(await answer).toMatchObject({ accepted: false, message: 'invalid: bad signature' });
     p.lookups[0].reject(new Error('writer down'));
     await settle();
     await settle();

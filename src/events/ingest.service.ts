@@ -25,8 +25,9 @@ import { GroupStateService } from '../channels/group-state.service.js';
 import { PresenceService } from '../redis/presence.service.js';
 import { RelaySigner } from '../common/relay-signer.js';
 import { IngestGates } from './ingest-gates.service.js';
-import { reject, Rejection, rejectionLabel, TARGET_NOT_FOUND } from './rejection.js';
-import { parseRefusal, Refusal } from '../nostr/refusal.js';
+import { reject, Rejection, rejectionLabel } from './rejection.js';
+import { INGEST_REFUSALS, TARGET_NOT_FOUND } from './ingest.refusals.js';
+import { Refusal } from '../nostr/refusal.js';
 import { TargetVisibility } from './target-visibility.service.js';
 import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
 import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
@@ -82,7 +83,7 @@ export class IngestService {
 
   async ingest(raw: unknown, ctx: IngestContext): Promise<IngestResult> {
     const parsed = parseEvent(raw);
-    if (!parsed.ok) return this.rejected(ctx, idOf(raw), parseRefusal(parsed.reason)!);
+    if (!parsed.ok) return this.rejected(ctx, idOf(raw), parsed.reason);
     const event = parsed.event;
     try {
       const result = await this.accept(event, ctx);
@@ -107,7 +108,7 @@ export class IngestService {
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
     if (!limits.ok) reject(limits.reason);
-    if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject('restricted: unknown event kind');
+    if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject(INGEST_REFUSALS.unknownKind);
     // Executed, never stored, and before the moderation gate (§5.2 steps 7 and 11): a timed-out
     // moderator can still lift a timeout; the commands check a ban themselves. Reports (1984) go
     // to the moderator queue only.
@@ -132,7 +133,7 @@ export class IngestService {
       mentions: mentionsOf(event),
     };
     const outcome = await this.store(ctx.communityId, item);
-    if (outcome === 'duplicate') return { accepted: true, message: 'duplicate:', eventId: event.id };
+    if (outcome === 'duplicate') return { accepted: true, message: INGEST_REFUSALS.alreadyStored.wire, eventId: event.id };
     this.metrics.eventsStored.inc();
     this.bus.publish({ communityId: ctx.communityId, event, channelId: item.channelId });
     // §5.2 step 14: a new reply's root gets a live 39005 summary (fan-out only, never stored).
@@ -145,10 +146,10 @@ export class IngestService {
   }
 
   private earlyKindGate(event: NostrEvent, transport: IngestContext['transport']): void {
-    if (event.kind === 22242) reject('invalid: AUTH events cannot be submitted');
-    if (MEMBERSHIP_NOTIFICATION_KINDS.has(event.kind)) reject('invalid: membership notifications are relay-signed only');
-    if (RELAY_ONLY_KINDS.has(event.kind)) reject('restricted: relay-only kind');
-    if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(`invalid: kind ${event.kind} is only accepted via WebSocket`);
+    if (event.kind === 22242) reject(INGEST_REFUSALS.authEvent);
+    if (MEMBERSHIP_NOTIFICATION_KINDS.has(event.kind)) reject(INGEST_REFUSALS.membershipNotice);
+    if (RELAY_ONLY_KINDS.has(event.kind)) reject(INGEST_REFUSALS.relayOnlyKind);
+    if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(INGEST_REFUSALS.webSocketOnlyKind(event.kind));
   }
 
   /**
@@ -189,7 +190,7 @@ export class IngestService {
   private async reactionRefsInChannel(event: NostrEvent, communityId: string, target: string, channelId: string | null): Promise<void> {
     const others = [...new Set(event.tags.filter((t) => t[0] === 'e' && isHex64(t[1]) && t[1] !== target).map((t) => t[1]))];
     if (others.length === 0) return;
-    if (others.length > MAX_REACTION_CONTEXT_REFS) reject(`invalid: a reaction may name at most ${MAX_REACTION_CONTEXT_REFS} events besides its target`);
+    if (others.length > MAX_REACTION_CONTEXT_REFS) reject(INGEST_REFUSALS.reactionContextRefs(MAX_REACTION_CONTEXT_REFS));
     const elsewhere = await this.onWriter(async (db) => {
       for (const id of others) {
         const ref = await this.repo.findTarget(db, communityId, id);
@@ -209,7 +210,7 @@ export class IngestService {
     if (parent.channel_id !== channelId) {
       // The reply's own channel passed the channel gate; a parent elsewhere is named only if readable.
       const seen = await this.onWriter((db) => this.targets.seen(db, communityId, event.pubkey, { pubkey: parent.pubkey, channelId: parent.channel_id }));
-      reject(seen ? 'invalid: thread parent is in another channel' : TARGET_NOT_FOUND.threadParent);
+      reject(seen ? INGEST_REFUSALS.threadParentElsewhere : TARGET_NOT_FOUND.threadParent);
     }
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
     const root = parent.root_event_id
@@ -262,12 +263,12 @@ export class IngestService {
     const { event } = item;
     const target = lastHexTag(event, 'e')!;
     const emoji = event.content === '' ? '+' : event.content;
-    if ([...emoji].length > 64) reject('invalid: reaction emoji exceeds 64 characters');
+    if ([...emoji].length > 64) reject(INGEST_REFUSALS.reactionEmojiTooLong);
     return this.writer.transaction(item.channelId !== null, async (tx) => {
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(event.id)) return 'duplicate';
       const fresh = await this.repo.insertReaction(tx, communityId, target, event.pubkey, emoji, event.id);
-      if (!fresh) reject('duplicate: reaction already exists');
+      if (!fresh) reject(INGEST_REFUSALS.reactionExists);
       return 'stored';
     });
   }
@@ -279,7 +280,7 @@ export class IngestService {
       await this.repo.lockCoordinate(tx, communityId, event.pubkey, event.kind, dTag);
       const current = await this.repo.findCurrentVersion(tx, communityId, event.pubkey, event.kind, dTag);
       if (current && current.id.toString('hex') === event.id) return 'duplicate';
-      if (current && newerOrEqual(current, event)) reject('duplicate: a newer version of this event is already stored');
+      if (current && newerOrEqual(current, event)) reject(INGEST_REFUSALS.newerVersionStored);
       const inserted = await this.writer.insertIn(tx, communityId, [item]);
       if (!inserted.has(event.id)) return 'duplicate';
       await this.repo.supersedeVersions(tx, communityId, event.pubkey, event.kind, dTag, event.id);

@@ -27,7 +27,7 @@ describe('kind 0 profile', () => {
   });
 
   it.each(['', 'alice', '{"name":', '[]', '"name"', '42', 'null'])('refuses %j', (content) => {
-    expect(kindShapeError(event(0, { tags: [], content }))).toBe('invalid: profile content must be a JSON object');
+    expect(kindShapeError(event(0, { tags: [], content }))?.wire).toBe('invalid: profile content must be a JSON object');
   });
 });
 
@@ -41,13 +41,13 @@ describe('kind 40008 diff', () => {
 
   it('accepts content of exactly the cap and refuses one byte more', () => {
     expect(kindShapeError(diff(good, 'x'.repeat(MAX_DIFF_CONTENT_BYTES)))).toBeUndefined();
-    expect(kindShapeError(diff(good, 'x'.repeat(MAX_DIFF_CONTENT_BYTES + 1)))).toBe(
+    expect(kindShapeError(diff(good, 'x'.repeat(MAX_DIFF_CONTENT_BYTES + 1)))?.wire).toBe(
       `invalid: diff content exceeds maximum size of ${MAX_DIFF_CONTENT_BYTES} bytes (got ${MAX_DIFF_CONTENT_BYTES + 1})`,
     );
   });
 
   it('counts the cap in UTF-8 bytes', () => {
-    expect(kindShapeError(diff(good, 'é'.repeat(MAX_DIFF_CONTENT_BYTES / 2 + 1)))).toMatch(/^invalid: diff content exceeds/);
+    expect(kindShapeError(diff(good, 'é'.repeat(MAX_DIFF_CONTENT_BYTES / 2 + 1)))?.wire).toMatch(/^invalid: diff content exceeds/);
   });
 
   it.each([
@@ -56,7 +56,7 @@ describe('kind 40008 diff', () => {
     ['a scp-style repo', [['repo', 'git@example.com:x.git'], ['commit', 'abc1234']]],
     ['an empty repo value', [['repo', ''], ['commit', 'abc1234']]],
   ])('refuses %s', (_name, tags) => {
-    expect(kindShapeError(diff(tags))).toBe('invalid: diff requires a repo tag with an http or https URL');
+    expect(kindShapeError(diff(tags))?.wire).toBe('invalid: diff requires a repo tag with an http or https URL');
   });
 
   it.each([
@@ -64,7 +64,7 @@ describe('kind 40008 diff', () => {
     ['a 6-character commit', [['repo', 'https://x.example/r'], ['commit', 'abc123']]],
     ['a non-hex commit', [['repo', 'https://x.example/r'], ['commit', 'main-branch']]],
   ])('refuses %s', (_name, tags) => {
-    expect(kindShapeError(diff(tags))).toBe('invalid: diff requires a commit tag of at least 7 hex characters');
+    expect(kindShapeError(diff(tags))?.wire).toBe('invalid: diff requires a commit tag of at least 7 hex characters');
   });
 });
 
@@ -72,8 +72,8 @@ describe('kind 40003 edit', () => {
   const edit = (pubkey: string, tags: string[][] = [['e', TARGET_ID]]) => event(40003, { pubkey, tags: [['h', CHANNEL], ...tags], content: 'fixed' });
 
   it('needs an e tag naming the edited message', () => {
-    expect(kindShapeError(edit(AUTHOR, []))).toBe('invalid: edit must reference the edited message via e tag');
-    expect(kindShapeError(edit(AUTHOR, [['e', 'not-hex']]))).toBe('invalid: edit must reference the edited message via e tag');
+    expect(kindShapeError(edit(AUTHOR, []))?.wire).toBe('invalid: edit must reference the edited message via e tag');
+    expect(kindShapeError(edit(AUTHOR, [['e', 'not-hex']]))?.wire).toBe('invalid: edit must reference the edited message via e tag');
     expect(kindShapeError(edit(AUTHOR))).toBeUndefined();
   });
 
@@ -91,14 +91,14 @@ describe('kind 40003 edit', () => {
 
   it('refuses anyone else, including when the author has another owner', () => {
     const reason = 'restricted: only the author or its owner can edit a message';
-    expect(kindTargetError(edit(STRANGER), CHANNEL, target())).toBe(reason);
-    expect(kindTargetError(edit(STRANGER), CHANNEL, target({ authorOwner: OWNER }))).toBe(reason);
+    expect(kindTargetError(edit(STRANGER), CHANNEL, target())?.wire).toBe(reason);
+    expect(kindTargetError(edit(STRANGER), CHANNEL, target({ authorOwner: OWNER }))?.wire).toBe(reason);
   });
 
   it('refuses a missing target and a target in another channel', () => {
-    expect(kindTargetError(edit(AUTHOR), CHANNEL, undefined)).toBe('invalid: edited message not found');
-    expect(kindTargetError(edit(AUTHOR), CHANNEL, target({ channelId: OTHER_CHANNEL }))).toBe("invalid: edit must be in the edited message's channel");
-    expect(kindTargetError(edit(AUTHOR), CHANNEL, target({ channelId: null }))).toBe("invalid: edit must be in the edited message's channel");
+    expect(kindTargetError(edit(AUTHOR), CHANNEL, undefined)?.wire).toBe('invalid: edited message not found');
+    expect(kindTargetError(edit(AUTHOR), CHANNEL, target({ channelId: OTHER_CHANNEL }))?.wire).toBe("invalid: edit must be in the edited message's channel");
+    expect(kindTargetError(edit(AUTHOR), CHANNEL, target({ channelId: null }))?.wire).toBe("invalid: edit must be in the edited message's channel");
   });
 });
 
@@ -107,7 +107,7 @@ describe('kind 45002 forum vote', () => {
   const refusal = 'invalid: vote target must be a forum post or comment in the same channel';
 
   it('needs an e tag', () => {
-    expect(kindShapeError(vote([]))).toBe('invalid: vote must reference a forum post or comment via e tag');
+    expect(kindShapeError(vote([]))?.wire).toBe('invalid: vote must reference a forum post or comment via e tag');
     expect(kindTargetOf(vote())).toBe(TARGET_ID);
   });
 
@@ -121,7 +121,7 @@ describe('kind 45002 forum vote', () => {
     ['another vote', target({ kind: 45002 })],
     ['a forum post in another channel', target({ kind: 45001, channelId: OTHER_CHANNEL })],
   ])('refuses %s', (_name, t) => {
-    expect(kindTargetError(vote(), CHANNEL, t)).toBe(refusal);
+    expect(kindTargetError(vote(), CHANNEL, t)?.wire).toBe(refusal);
   });
 });
 

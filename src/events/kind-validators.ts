@@ -1,12 +1,13 @@
 /**
  * Per-kind validators (relay.md §1.3, §5.2 step 12). Pure checks: `kindShapeError` needs the
  * event alone; `kindTargetError` also needs the event the edit or vote references, which the
- * caller looks up (on the writer) using `kindTargetOf`. Each returns an OK reason or undefined.
+ * caller looks up (on the writer) using `kindTargetOf`. Each returns a refusal or undefined.
  */
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { lastHexTag } from './event-derivation.js';
 import { KIND } from '../nostr/kinds.js';
-import { TARGET_NOT_FOUND } from './rejection.js';
+import { Refusal } from '../nostr/refusal.js';
+import { INGEST_REFUSALS, TARGET_NOT_FOUND } from './ingest.refusals.js';
 
 /** Diff content cap, UTF-8 bytes: the spec's "≤60 KB" read as 60 KiB. */
 export const MAX_DIFF_CONTENT_BYTES = 60 * 1024;
@@ -24,16 +25,16 @@ export interface KindTarget {
 }
 
 /** Checks that need no lookup: the profile JSON, the diff envelope, the edit and vote references. */
-export function kindShapeError(event: NostrEvent): string | undefined {
+export function kindShapeError(event: NostrEvent): Refusal | undefined {
   switch (event.kind) {
     case KIND.PROFILE:
-      return isJsonObject(event.content) ? undefined : 'invalid: profile content must be a JSON object';
+      return isJsonObject(event.content) ? undefined : INGEST_REFUSALS.profileNotJsonObject;
     case KIND.STREAM_MESSAGE_DIFF:
       return diffError(event);
     case KIND.STREAM_MESSAGE_EDIT:
-      return kindTargetOf(event) ? undefined : 'invalid: edit must reference the edited message via e tag';
+      return kindTargetOf(event) ? undefined : INGEST_REFUSALS.editWithoutTarget;
     case KIND.FORUM_VOTE:
-      return kindTargetOf(event) ? undefined : 'invalid: vote must reference a forum post or comment via e tag';
+      return kindTargetOf(event) ? undefined : INGEST_REFUSALS.voteWithoutTarget;
     default:
       return undefined;
   }
@@ -51,30 +52,30 @@ export function kindTargetOf(event: NostrEvent): string | undefined {
  * the vote's channel. `target` is undefined when no live event of this community has the id, or
  * when the author may not read it (TargetVisibility): both get the same answer.
  */
-export function kindTargetError(event: NostrEvent, channelId: string | null, target: KindTarget | undefined): string | undefined {
+export function kindTargetError(event: NostrEvent, channelId: string | null, target: KindTarget | undefined): Refusal | undefined {
   if (event.kind === KIND.STREAM_MESSAGE_EDIT) {
     if (!target) return TARGET_NOT_FOUND.edit;
-    if (target.channelId !== channelId) return "invalid: edit must be in the edited message's channel";
+    if (target.channelId !== channelId) return INGEST_REFUSALS.editInOtherChannel;
     if (target.pubkey !== event.pubkey && target.authorOwner !== event.pubkey) {
-      return 'restricted: only the author or its owner can edit a message';
+      return INGEST_REFUSALS.editByOther;
     }
     return undefined;
   }
   if (event.kind === KIND.FORUM_VOTE) {
     if (!target || !FORUM_VOTE_TARGET_KINDS.has(target.kind) || target.channelId !== channelId) {
-      return 'invalid: vote target must be a forum post or comment in the same channel';
+      return INGEST_REFUSALS.voteTarget;
     }
   }
   return undefined;
 }
 
-function diffError(event: NostrEvent): string | undefined {
+function diffError(event: NostrEvent): Refusal | undefined {
   const bytes = Buffer.byteLength(event.content, 'utf8');
-  if (bytes > MAX_DIFF_CONTENT_BYTES) return `invalid: diff content exceeds maximum size of ${MAX_DIFF_CONTENT_BYTES} bytes (got ${bytes})`;
+  if (bytes > MAX_DIFF_CONTENT_BYTES) return INGEST_REFUSALS.diffTooLarge(MAX_DIFF_CONTENT_BYTES, bytes);
   const repo = event.tags.find((t) => t[0] === 'repo')?.[1];
-  if (!repo || !isHttpUrl(repo)) return 'invalid: diff requires a repo tag with an http or https URL';
+  if (!repo || !isHttpUrl(repo)) return INGEST_REFUSALS.diffRepo;
   const commit = event.tags.find((t) => t[0] === 'commit')?.[1];
-  if (!commit || !COMMIT.test(commit)) return 'invalid: diff requires a commit tag of at least 7 hex characters';
+  if (!commit || !COMMIT.test(commit)) return INGEST_REFUSALS.diffCommit;
   return undefined;
 }
 

@@ -30,16 +30,3 @@ export function rejectionLabel(code: RefusalCode): 'auth' | 'invalid' | 'scope' 
       return 'invalid';
   }
 }
-
-/**
- * The answer of each write path whose named event is missing. An event the writer may not read
- * gets the same answer (TargetVisibility.seen), so none of these tells whether an id exists in a
- * private channel.
- */
-export const TARGET_NOT_FOUND = {
-  reaction: 'invalid: reaction target event not found',
-  threadParent: 'invalid: thread parent event not found',
-  comment: 'invalid: comment parent event not found',
-  edit: 'invalid: edited message not found',
-  report: 'invalid: report target event not found',
-} as const;

@@ -5,10 +5,8 @@ import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 import { signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { computeEventId } from '../nostr/event-id.js';
+import { INGEST_REFUSALS } from './ingest.refusals.js';
 import {
-  REASON_BAD_PUBKEY,
-  REASON_BAD_SIGNATURE,
-  REASON_ID_MISMATCH,
   SignatureVerifier,
   SignatureVerifierOptions,
   VerifyResult,
@@ -71,13 +69,13 @@ const base = signedByNostrTools[0];
 
 const tamperCases: Array<[string, NostrEvent, VerifyResult]> = [
   ['a valid nostr-tools event', base, { ok: true }],
-  ['a tampered id', { ...base, id: flipHex(base.id) }, { ok: false, reason: REASON_ID_MISMATCH }],
-  ['tampered content', { ...base, content: 'hellO' }, { ok: false, reason: REASON_ID_MISMATCH }],
-  ['a tampered tag', { ...base, tags: [['h', 'other']] }, { ok: false, reason: REASON_ID_MISMATCH }],
-  ['a tampered sig', { ...base, sig: flipHex(base.sig, 70) }, { ok: false, reason: REASON_BAD_SIGNATURE }],
-  ['re-hashed tampered content', withId({ ...base, content: 'forged' }), { ok: false, reason: REASON_BAD_SIGNATURE }],
-  ['a swapped pubkey', withId({ ...base, pubkey: otherPubkey }), { ok: false, reason: REASON_BAD_SIGNATURE }],
-  ['an off-curve pubkey', withId({ ...base, pubkey: offCurvePubkey }), { ok: false, reason: REASON_BAD_PUBKEY }],
+  ['a tampered id', { ...base, id: flipHex(base.id) }, { ok: false, reason: INGEST_REFUSALS.idMismatch }],
+  ['tampered content', { ...base, content: 'hellO' }, { ok: false, reason: INGEST_REFUSALS.idMismatch }],
+  ['a tampered tag', { ...base, tags: [['h', 'other']] }, { ok: false, reason: INGEST_REFUSALS.idMismatch }],
+  ['a tampered sig', { ...base, sig: flipHex(base.sig, 70) }, { ok: false, reason: INGEST_REFUSALS.badSignature }],
+  ['re-hashed tampered content', withId({ ...base, content: 'forged' }), { ok: false, reason: INGEST_REFUSALS.badSignature }],
+  ['a swapped pubkey', withId({ ...base, pubkey: otherPubkey }), { ok: false, reason: INGEST_REFUSALS.badSignature }],
+  ['an off-curve pubkey', withId({ ...base, pubkey: offCurvePubkey }), { ok: false, reason: INGEST_REFUSALS.badPubkey }],
 ];
 
 describe('verifyEventSync', () => {
@@ -90,7 +88,8 @@ describe('verifyEventSync', () => {
   });
 
   it('reports a malformed event instead of throwing', () => {
-    expect(verifyEventSync({ ...base, content: 10n } as unknown as NostrEvent)).toEqual({ ok: false, reason: 'invalid: malformed event' });
+    expect(verifyEventSync({ ...base, content: 10n } as unknown as NostrEvent)).toEqual({ ok: false, reason: INGEST_REFUSALS.malformed });
+    expect(INGEST_REFUSALS.malformed.wire).toBe('invalid: malformed event');
   });
 });
 
@@ -144,7 +143,7 @@ describe('SignatureVerifier', () => {
 
     const results = await Promise.all(events.map((e) => verifier.verify(e)));
 
-    results.forEach((r, i) => expect({ i, r }).toEqual({ i, r: tampered.has(i) ? { ok: false, reason: REASON_ID_MISMATCH } : { ok: true } }));
+    results.forEach((r, i) => expect({ i, r }).toEqual({ i, r: tampered.has(i) ? { ok: false, reason: INGEST_REFUSALS.idMismatch } : { ok: true } }));
     const stats = verifier.stats();
     expect(stats.eventsSent).toBe(2000);
     expect(stats.largestBatch).toBe(64);

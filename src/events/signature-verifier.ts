@@ -32,19 +32,16 @@ import {
   selectSchnorrBackend,
   verifyEventCore,
 } from './signature.worker.js';
+import { INGEST_REFUSALS } from './ingest.refusals.js';
+import { Refusal } from '../nostr/refusal.js';
 
 /** The backend `verifyEventSync` uses on this thread; workers select their own. */
 const mainThreadBackend = selectSchnorrBackend('auto', import.meta.url);
 
-export type VerifyResult = { ok: true } | { ok: false; reason: string };
+export type VerifyResult = { ok: true } | { ok: false; reason: Refusal };
 
 /** Which queue a request waits in: `write` goes out before `auth` (see the header). */
 export type VerifyLane = 'write' | 'auth';
-
-export const REASON_ID_MISMATCH = 'invalid: event id does not match';
-export const REASON_BAD_SIGNATURE = 'invalid: bad signature';
-export const REASON_BAD_PUBKEY = 'invalid: bad public key';
-export const REASON_MALFORMED = 'invalid: malformed event';
 
 export interface SignatureVerifierOptions {
   /** Worker count; default `os.availableParallelism()`, never below 1. */
@@ -346,13 +343,13 @@ function resultFromCode(code: VerifyCode): VerifyResult {
     case VERIFY_CODE.OK:
       return { ok: true };
     case VERIFY_CODE.ID_MISMATCH:
-      return { ok: false, reason: REASON_ID_MISMATCH };
+      return { ok: false, reason: INGEST_REFUSALS.idMismatch };
     case VERIFY_CODE.BAD_SIGNATURE:
-      return { ok: false, reason: REASON_BAD_SIGNATURE };
+      return { ok: false, reason: INGEST_REFUSALS.badSignature };
     case VERIFY_CODE.BAD_PUBKEY:
-      return { ok: false, reason: REASON_BAD_PUBKEY };
+      return { ok: false, reason: INGEST_REFUSALS.badPubkey };
     default:
-      return { ok: false, reason: REASON_MALFORMED };
+      return { ok: false, reason: INGEST_REFUSALS.malformed };
   }
 }
 

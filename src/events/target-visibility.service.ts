@@ -1,7 +1,7 @@
 /**
  * Which events a write may name (a reply's parent, a reaction's or deletion's target, an edited
  * message, a reported event). An event the writer may not read is treated as one that does not
- * exist, so every write path answers both with the same `OK` (rejection.ts, TARGET_NOT_FOUND)
+ * exist, so every write path answers both with the same `OK` (ingest.refusals.ts, TARGET_NOT_FOUND)
  * and none is an oracle for which ids a private channel holds.
  */
 import { Injectable } from '@nestjs/common';

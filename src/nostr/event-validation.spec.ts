@@ -12,6 +12,10 @@ import {
   checkStorableText,
   parseEvent,
 } from './event-validation.js';
+import { parseRefusal } from './refusal.js';
+
+/** A refused check, its reason pinned as the client reads it. */
+const refused = (reason: string) => ({ ok: false, reason: parseRefusal(reason) });
 
 const HEX64 = 'a'.repeat(64);
 const SIG = 'b'.repeat(128);
@@ -64,7 +68,7 @@ describe('parseEvent', () => {
     ['null', null, 'invalid: event must be a JSON object'],
     ['an array', [], 'invalid: event must be a JSON object'],
   ])('rejects %s', (_label, raw, reason) => {
-    expect(parseEvent(raw)).toEqual({ ok: false, reason });
+    expect(parseEvent(raw)).toEqual(refused(reason));
   });
 
   const ID = 'invalid: id must be 64 lowercase hex characters';
@@ -95,7 +99,7 @@ describe('parseEvent', () => {
     ['null tags', { tags: null }, TAGS],
     ['non-string content', { content: 5 }, 'invalid: content must be a string'],
   ])('rejects %s', (_label, overrides, reason) => {
-    expect(parseEvent(rawEvent(overrides))).toEqual({ ok: false, reason });
+    expect(parseEvent(rawEvent(overrides))).toEqual(refused(reason));
   });
 
   it('accepts boundary values: kind 0 and 65535, created_at 0, empty tags and an empty tag', () => {
@@ -140,56 +144,49 @@ describe('checkEventLimits', () => {
     expect(checkEventLimits(event({ created_at: NOW + 900 }), NOW)).toEqual({ ok: true });
     expect(checkEventLimits(event({ created_at: NOW - 900 }), NOW)).toEqual({ ok: true });
     for (const created_at of [NOW + 901, NOW - 901, 0]) {
-      expect(checkEventLimits(event({ created_at }), NOW)).toEqual({
-        ok: false,
-        reason: 'invalid: event timestamp too far from server time',
-      });
+      expect(checkEventLimits(event({ created_at }), NOW)).toEqual(
+        refused('invalid: event timestamp too far from server time'),
+      );
     }
   });
 
   it('caps content at 262144 UTF-8 bytes and reports the size', () => {
     expect(checkEventLimits(event({ content: 'x'.repeat(MAX_CONTENT_BYTES) }), NOW)).toEqual({ ok: true });
-    expect(checkEventLimits(event({ content: 'x'.repeat(MAX_CONTENT_BYTES + 1) }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: content exceeds maximum size of 262144 bytes (got 262145)',
-    });
+    expect(checkEventLimits(event({ content: 'x'.repeat(MAX_CONTENT_BYTES + 1) }), NOW)).toEqual(
+      refused('invalid: content exceeds maximum size of 262144 bytes (got 262145)'),
+    );
     // 131,073 two-byte characters: under the cap in UTF-16 units, over it in bytes.
-    expect(checkEventLimits(event({ content: 'é'.repeat(131_073) }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: content exceeds maximum size of 262144 bytes (got 262146)',
-    });
+    expect(checkEventLimits(event({ content: 'é'.repeat(131_073) }), NOW)).toEqual(
+      refused('invalid: content exceeds maximum size of 262144 bytes (got 262146)'),
+    );
   });
 
   it('caps the number of tags', () => {
     const tags = (n: number) => Array.from({ length: n }, () => ['t', 'x']);
     expect(checkEventLimits(event({ tags: tags(MAX_TAGS) }), NOW)).toEqual({ ok: true });
-    expect(checkEventLimits(event({ tags: tags(MAX_TAGS + 1) }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: too many tags (got 2001, maximum is 2000)',
-    });
+    expect(checkEventLimits(event({ tags: tags(MAX_TAGS + 1) }), NOW)).toEqual(
+      refused('invalid: too many tags (got 2001, maximum is 2000)'),
+    );
   });
 
   it('caps elements per tag and bytes per element', () => {
     const wide = (n: number) => [Array.from({ length: n }, () => 'v')];
     expect(checkEventLimits(event({ tags: wide(MAX_TAG_ELEMENTS) }), NOW)).toEqual({ ok: true });
-    expect(checkEventLimits(event({ tags: wide(MAX_TAG_ELEMENTS + 1) }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: tag has too many elements (got 101, maximum is 100)',
-    });
+    expect(checkEventLimits(event({ tags: wide(MAX_TAG_ELEMENTS + 1) }), NOW)).toEqual(
+      refused('invalid: tag has too many elements (got 101, maximum is 100)'),
+    );
     expect(checkEventLimits(event({ tags: [['t', 'x'.repeat(MAX_TAG_ELEMENT_BYTES)]] }), NOW)).toEqual({ ok: true });
-    expect(checkEventLimits(event({ tags: [['t', 'x'.repeat(MAX_TAG_ELEMENT_BYTES + 1)]] }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: tag element exceeds maximum size of 65536 bytes',
-    });
+    expect(checkEventLimits(event({ tags: [['t', 'x'.repeat(MAX_TAG_ELEMENT_BYTES + 1)]] }), NOW)).toEqual(
+      refused('invalid: tag element exceeds maximum size of 65536 bytes'),
+    );
   });
 
   it('caps the first d tag at 1024 bytes for addressable kinds only', () => {
     const d = (len: number) => [['d', 'x'.repeat(len)]];
     expect(checkEventLimits(event({ kind: 30_023, tags: d(D_TAG_MAX_LEN) }), NOW)).toEqual({ ok: true });
-    expect(checkEventLimits(event({ kind: 30_023, tags: d(D_TAG_MAX_LEN + 1) }), NOW)).toEqual({
-      ok: false,
-      reason: 'invalid: d tag too long',
-    });
+    expect(checkEventLimits(event({ kind: 30_023, tags: d(D_TAG_MAX_LEN + 1) }), NOW)).toEqual(
+      refused('invalid: d tag too long'),
+    );
     expect(checkEventLimits(event({ kind: 39_999, tags: [['d', 'é'.repeat(513)]] }), NOW).ok).toBe(false);
     expect(checkEventLimits(event({ kind: 9, tags: d(D_TAG_MAX_LEN + 1) }), NOW)).toEqual({ ok: true });
     expect(checkEventLimits(event({ kind: 30_000, tags: [['d', 'key'], ...d(D_TAG_MAX_LEN + 1)] }), NOW)).toEqual({
@@ -199,7 +196,7 @@ describe('checkEventLimits', () => {
 
   it('checks the timestamp before the content size', () => {
     const ev = event({ created_at: 0, content: 'x'.repeat(MAX_CONTENT_BYTES + 1) });
-    expect(checkEventLimits(ev, NOW)).toEqual({ ok: false, reason: 'invalid: event timestamp too far from server time' });
+    expect(checkEventLimits(ev, NOW)).toEqual(refused('invalid: event timestamp too far from server time'));
   });
 });
 
@@ -214,7 +211,7 @@ describe('checkStorableText', () => {
     ['a lone surrogate in a tag name', { tags: [['\udfff', 'x']] }, `invalid: tags[0][0] contains an unpaired surrogate (U+DFFF), ${CANNOT}`],
     ['a NUL in a later tag element', { tags: [['imeta', 'url x', 'm \u0000']] }, `invalid: tags[0][2] contains a NUL character (U+0000), ${CANNOT}`],
   ])('refuses %s and says where', (_label, overrides, reason) => {
-    expect(checkStorableText(event(overrides))).toEqual({ ok: false, reason });
+    expect(checkStorableText(event(overrides))).toEqual(refused(reason));
   });
 
   it('accepts astral characters, noncharacters, controls and separators anywhere', () => {

@@ -1,9 +1,11 @@
 /**
  * Event shape parsing, canonical id and the cheap ingest limits (relay.md §5.2 steps 3–4, 13).
  *
- * Every failure reason is an OK-message string starting with `invalid: `.
+ * Every failure is an `invalid` refusal of EVENT_REFUSALS.
  */
+import { EVENT_REFUSALS } from './event.refusals.js';
 import { isHex128, isHex64 } from './hex.js';
+import { Refusal } from './refusal.js';
 import { NostrEvent } from './nostr.types.js';
 import { unstorableText } from './storable-text.js';
 import { isAddressable } from './kinds.js';
@@ -25,8 +27,8 @@ export const MAX_TAG_ELEMENT_BYTES = 65_536;
 
 const MAX_KIND = 65_535;
 
-export type ParseEventResult = { ok: true; event: NostrEvent } | { ok: false; reason: string };
-export type LimitCheckResult = { ok: true } | { ok: false; reason: string };
+export type ParseEventResult = { ok: true; event: NostrEvent } | { ok: false; reason: Refusal };
+export type LimitCheckResult = { ok: true } | { ok: false; reason: Refusal };
 
 type RawEvent = Record<string, unknown>;
 
@@ -36,7 +38,7 @@ type RawEvent = Record<string, unknown>;
  */
 export function parseEvent(raw: unknown): ParseEventResult {
   if (!isPlainObject(raw)) {
-    return fail('event must be a JSON object');
+    return fail(EVENT_REFUSALS.notAnObject);
   }
   const reason = firstShapeError(raw);
   if (reason !== null) {
@@ -45,14 +47,14 @@ export function parseEvent(raw: unknown): ParseEventResult {
   return { ok: true, event: pickEventFields(raw) };
 }
 
-function firstShapeError(raw: RawEvent): string | null {
-  if (!isHex64(raw.id)) return 'id must be 64 lowercase hex characters';
-  if (!isHex64(raw.pubkey)) return 'pubkey must be 64 lowercase hex characters';
-  if (!isHex128(raw.sig)) return 'sig must be 128 lowercase hex characters';
-  if (!isNonNegativeSafeInteger(raw.created_at)) return 'created_at must be a non-negative integer';
-  if (!isKindNumber(raw.kind)) return `kind must be an integer between 0 and ${MAX_KIND}`;
-  if (!isTagArray(raw.tags)) return 'tags must be an array of arrays of strings';
-  if (typeof raw.content !== 'string') return 'content must be a string';
+function firstShapeError(raw: RawEvent): Refusal | null {
+  if (!isHex64(raw.id)) return EVENT_REFUSALS.id;
+  if (!isHex64(raw.pubkey)) return EVENT_REFUSALS.pubkey;
+  if (!isHex128(raw.sig)) return EVENT_REFUSALS.sig;
+  if (!isNonNegativeSafeInteger(raw.created_at)) return EVENT_REFUSALS.createdAt;
+  if (!isKindNumber(raw.kind)) return EVENT_REFUSALS.kind(MAX_KIND);
+  if (!isTagArray(raw.tags)) return EVENT_REFUSALS.tags;
+  if (typeof raw.content !== 'string') return EVENT_REFUSALS.content;
   return null;
 }
 
@@ -71,32 +73,32 @@ function pickEventFields(raw: RawEvent): NostrEvent {
 /** §5.2 steps 3–4 plus the tag caps and the addressable `d` cap, in that order. */
 export function checkEventLimits(ev: NostrEvent, nowSecs: number): LimitCheckResult {
   if (Math.abs(ev.created_at - nowSecs) > MAX_CREATED_AT_DRIFT_SECS) {
-    return fail('event timestamp too far from server time');
+    return fail(EVENT_REFUSALS.timestampDrift);
   }
   const contentBytes = Buffer.byteLength(ev.content, 'utf8');
   if (contentBytes > MAX_CONTENT_BYTES) {
-    return fail(`content exceeds maximum size of ${MAX_CONTENT_BYTES} bytes (got ${contentBytes})`);
+    return fail(EVENT_REFUSALS.contentTooLarge(MAX_CONTENT_BYTES, contentBytes));
   }
   const tagError = firstTagLimitError(ev.tags);
   if (tagError !== null) {
     return fail(tagError);
   }
   if (isAddressable(ev.kind) && dTagBytes(ev.tags) > D_TAG_MAX_LEN) {
-    return fail('d tag too long');
+    return fail(EVENT_REFUSALS.dTagTooLong);
   }
   return { ok: true };
 }
 
-function firstTagLimitError(tags: string[][]): string | null {
+function firstTagLimitError(tags: string[][]): Refusal | null {
   if (tags.length > MAX_TAGS) {
-    return `too many tags (got ${tags.length}, maximum is ${MAX_TAGS})`;
+    return EVENT_REFUSALS.tooManyTags(tags.length, MAX_TAGS);
   }
   for (const tag of tags) {
     if (tag.length > MAX_TAG_ELEMENTS) {
-      return `tag has too many elements (got ${tag.length}, maximum is ${MAX_TAG_ELEMENTS})`;
+      return EVENT_REFUSALS.tagTooWide(tag.length, MAX_TAG_ELEMENTS);
     }
     if (tag.some((el) => Buffer.byteLength(el, 'utf8') > MAX_TAG_ELEMENT_BYTES)) {
-      return `tag element exceeds maximum size of ${MAX_TAG_ELEMENT_BYTES} bytes`;
+      return EVENT_REFUSALS.tagElementTooLarge(MAX_TAG_ELEMENT_BYTES);
     }
   }
   return null;
@@ -110,12 +112,12 @@ function firstTagLimitError(tags: string[][]): string | null {
  */
 export function checkStorableText(ev: NostrEvent): LimitCheckResult {
   const inContent = unstorableText(ev.content);
-  if (inContent !== null) return fail(`content contains ${inContent}, which the relay cannot store`);
+  if (inContent !== null) return fail(EVENT_REFUSALS.unstorableContent(inContent));
   for (let i = 0; i < ev.tags.length; i++) {
     const tag = ev.tags[i];
     for (let j = 0; j < tag.length; j++) {
       const found = unstorableText(tag[j]);
-      if (found !== null) return fail(`tags[${i}][${j}] contains ${found}, which the relay cannot store`);
+      if (found !== null) return fail(EVENT_REFUSALS.unstorableTag(i, j, found));
     }
   }
   return { ok: true };
@@ -127,8 +129,8 @@ function dTagBytes(tags: string[][]): number {
   return d !== undefined && d.length >= 2 ? Buffer.byteLength(d[1], 'utf8') : 0;
 }
 
-function fail(detail: string): { ok: false; reason: string } {
-  return { ok: false, reason: `invalid: ${detail}` };
+function fail(reason: Refusal): { ok: false; reason: Refusal } {
+  return { ok: false, reason };
 }
 
 function isPlainObject(value: unknown): value is RawEvent {

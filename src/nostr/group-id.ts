@@ -7,7 +7,7 @@
  * name-based UUID (RFC 9562 version 5, SHA-1) in the relay's own namespace: every pod maps it the
  * same way with no lookup, and distinct ids never share a channel. The channel remembers the id
  * its creator chose (`channels.group_id`), so the state the relay signs carries it in `d` and `h`.
- * Anything else is no group id: `invalid: group id (h tag) …`.
+ * Anything else is no group id (EVENT_REFUSALS.badGroupId).
  */
 import { createHash } from 'node:crypto';
 
@@ -16,9 +16,6 @@ export const GROUP_ID_NAMESPACE = '056ceca9-ba79-40dd-a7ea-44d9b3552f43';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const GROUP_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** The refusal for an `h` tag that is neither. */
-export const BAD_GROUP_ID = 'invalid: group id (h tag) must be a UUID or 1 to 64 letters, digits, - and _';
 
 /** Whether `value` is a UUID (any case). */
 export function isUuid(value: string): boolean {

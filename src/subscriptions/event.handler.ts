@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IngestService } from '../events/ingest.service.js';
+import { INGEST_REFUSALS } from '../events/ingest.refusals.js';
 import { rejectionLabel } from '../events/rejection.js';
 import { Refusal } from '../nostr/refusal.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
@@ -9,8 +10,7 @@ import { RelayConnection } from './relay-connection.js';
 import { okReason } from './ws-reasons.js';
 
 const NOT_AUTHENTICATED = new Refusal('auth-required', 'not authenticated');
-const AUTH_EVENT = new Refusal('invalid', 'AUTH events cannot be submitted via EVENT');
-const PUBKEY_MISMATCH = new Refusal('invalid', 'event pubkey does not match authenticated identity');
+
 
 /** WS EVENT: the pre-checks of relay.md §5.1, then the shared ingest pipeline. */
 @Injectable()
@@ -63,8 +63,8 @@ export class EventHandler {
   private preCheck(conn: RelayConnection, raw: unknown): Refusal | undefined {
     if (conn.authState !== 'authenticated') return NOT_AUTHENTICATED;
     const ev = raw as { pubkey?: unknown; kind?: unknown };
-    if (ev.kind === 22242) return AUTH_EVENT;
-    if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return PUBKEY_MISMATCH;
+    if (ev.kind === 22242) return INGEST_REFUSALS.authEventOverEvent;
+    if (ev.pubkey !== conn.pubkey && ev.kind !== 1059) return INGEST_REFUSALS.pubkeyMismatch;
     return undefined;
   }
 }

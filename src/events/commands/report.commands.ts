@@ -10,7 +10,8 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent } from '../../nostr/nostr.types.js';
 import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
-import { reject, TARGET_NOT_FOUND } from '../rejection.js';
+import { reject } from '../rejection.js';
+import { TARGET_NOT_FOUND } from '../ingest.refusals.js';
 import { TargetVisibility } from '../target-visibility.service.js';
 import { lowerHex64 } from '../../nostr/hex.js';
 
