@@ -13,11 +13,13 @@ import { annotateRequest } from '../common/request-annotations.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { DatabaseUnavailableError } from '@buzz-relay/read-path';
-import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
+import { BanGate } from '../moderation/ban-gate.service.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { hostHeader } from '../common/host.js';
+import { refusalError } from './refusal-status.js';
 
 export interface BridgeCaller {
   readonly communityId: string;
@@ -72,7 +74,7 @@ export class BridgeAdmission {
     if (!quota.allowed) throw new HttpError(quota.unavailable ? 503 : 429, quota.reason);
     await this.auth.consumeReplay(communityId, identity);
     // A banned key (or the agent of a banned owner) gets nothing; a failed ban read is a database error (fail closed).
-    if (await this.bans.isBanned(communityId, pubkey, owner)) throw new HttpError(403, BANNED_REASON);
+    if (await this.bans.isBanned(communityId, pubkey, owner)) throw refusalError(BAN_REFUSALS.banned);
     if (this.config.requireRelayMembership && !(await this.isMemberOrAgentOfMember(communityId, pubkey, owner))) {
       throw new HttpError(403, 'relay_membership_required', {
         error: 'relay_membership_required',

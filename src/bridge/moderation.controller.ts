@@ -4,16 +4,17 @@
  * 1984), `GET /moderation/audit` its moderation decisions (9040–9044 and the operator CLI). The
  * caller passes the common admission of the bridge (tenant, NIP-98, quota, replay, bans, relay
  * membership) and must be a moderator: the configured owner, an operator, or a relay owner or
- * admin; anyone else gets 403 `restricted: moderator access required`.
+ * admin; anyone else gets 403 `restricted: moderator access required` (MODERATION_REFUSALS).
  */
 import { Controller, Get, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
 import { ReportStatus } from '@buzz-relay/read-path';
-import { MODERATOR_REQUIRED } from '../events/commands/moderation.commands.js';
+import { MODERATION_REFUSALS } from '../events/commands/moderation.refusals.js';
 import { LISTING_MAX, ModerationQueueRepository } from '../moderation/moderation-queue.repository.js';
 import { RelayAuthority } from '../moderation/relay-authority.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
+import { refusalError } from './refusal-status.js';
 
 const STATUSES: readonly ReportStatus[] = ['open', 'resolved', 'dismissed'];
 const DEFAULT_LIMIT = 100;
@@ -44,7 +45,7 @@ export class ModerationController {
   private async moderator(req: FastifyRequest): Promise<string> {
     const caller = await this.admission.admit(req, '', 'read');
     const { authority } = await this.queue.onWriter('authorization', (db) => this.authority.of(db, caller.communityId, caller.pubkey));
-    if (authority !== 'owner' && authority !== 'admin') throw new HttpError(403, MODERATOR_REQUIRED);
+    if (authority !== 'owner' && authority !== 'admin') throw refusalError(MODERATION_REFUSALS.moderatorRequired);
     return caller.communityId;
   }
 }

@@ -13,6 +13,7 @@ import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
 import { reject } from './rejection.js';
 import { INGEST_REFUSALS } from './ingest.refusals.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { TargetVisibility } from './target-visibility.service.js';
 
 /**
@@ -64,9 +65,9 @@ export class IngestGates {
     const lookups = [ahead ?? this.moderation.restrictionOf(communityId, author)];
     if (event.pubkey !== author) lookups.push(this.moderation.restrictionOf(communityId, event.pubkey));
     const found = await Promise.all(lookups);
-    if (found.some((r) => r.kind === 'banned')) reject('blocked: you are banned from this community');
+    if (found.some((r) => r.kind === 'banned')) reject(BAN_REFUSALS.banned);
     const until = Math.max(...found.map((r) => (r.kind === 'timed_out' ? r.untilSecs : 0)));
-    if (until > 0) reject(`restricted: you are timed out until ${until}`);
+    if (until > 0) reject(BAN_REFUSALS.timedOut(until));
   }
 
   /** Open channels take posts from anyone in the community; private ones from members only. */

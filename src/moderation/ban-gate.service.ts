@@ -3,9 +3,6 @@ import { CoalescingLoader } from '../common/coalescing-loader.js';
 import { BanCache } from './ban-cache.js';
 import { LOOKUP_BATCH_MAX, LOOKUP_CONCURRENCY, ModerationRepository } from './moderation.repository.js';
 
-/** The wire and HTTP text of a ban, as AUTH and EVENT already say it (relay.md §2.5, §5.2). */
-export const BANNED_REASON = 'blocked: you are banned from this community';
-
 interface KeyLookup {
   readonly communityId: string;
   readonly pubkey: string;

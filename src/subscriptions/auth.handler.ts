@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseEvent } from '../nostr/event-validation.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { RelayConnection } from './relay-connection.js';
@@ -150,7 +151,7 @@ export class AuthHandler {
     try {
       for (const subject of owner === undefined ? [pubkey] : [pubkey, owner]) {
         const restriction = await this.moderation.restrictionOf(conn.communityId, subject);
-        if (restriction.kind === 'banned') return { outcome: 'banned', message: 'blocked: you are banned from this community', close: true };
+        if (restriction.kind === 'banned') return { outcome: 'banned', message: BAN_REFUSALS.banned.wire, close: true };
       }
     } catch (err) {
       return { outcome: 'ban_check_error', message: okReason(err, 'auth_ban_check'), close: true };

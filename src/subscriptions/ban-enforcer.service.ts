@@ -16,7 +16,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
-import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
+import { BanGate } from '../moderation/ban-gate.service.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { BanNotices } from '../moderation/ban-notices.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { LiveFanout } from './live-fanout.service.js';
@@ -64,7 +65,7 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
   revoke(conn: RelayConnection): void {
     if (conn.isCancelled) return;
     for (const [subId, sub] of [...conn.subscriptions]) {
-      if (conn.retireIfOwner(subId, sub.token)) conn.send(['CLOSED', subId, BANNED_REASON]);
+      if (conn.retireIfOwner(subId, sub.token)) conn.send(['CLOSED', subId, BAN_REFUSALS.banned.wire]);
     }
     conn.log.info({ connId: conn.id }, 'connection revoked: pubkey banned');
     conn.cancel(1008, 'access revoked');

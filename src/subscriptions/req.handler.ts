@@ -11,7 +11,8 @@ import { NostrFilter } from '../nostr/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '@buzz-relay/read-path';
 import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
-import { BanGate, BANNED_REASON } from '../moderation/ban-gate.service.js';
+import { BanGate } from '../moderation/ban-gate.service.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { effectiveLimit, matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
@@ -166,7 +167,7 @@ export class ReqHandler {
       return true;
     }
     if (!banned) return false;
-    if (!conn.subscriptions.has(subId)) conn.send(['CLOSED', subId, BANNED_REASON]);
+    if (!conn.subscriptions.has(subId)) conn.send(['CLOSED', subId, BAN_REFUSALS.banned.wire]);
     this.enforcer.revoke(conn);
     return true;
   }

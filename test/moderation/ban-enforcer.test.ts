@@ -12,7 +12,7 @@ import type { AppConfig } from '../../src/config/app-config.js';
 import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { communityWide } from '../../src/events/read-scope.js';
 import { BanCache } from '../../src/moderation/ban-cache.js';
-import { BanGate, BANNED_REASON } from '../../src/moderation/ban-gate.service.js';
+import { BanGate } from '../../src/moderation/ban-gate.service.js';
 import { BanNotices } from '../../src/moderation/ban-notices.js';
 import { ModerationRepository } from '../../src/moderation/moderation.repository.js';
 import { BanEnforcer, SWEEP_CHUNK } from '../../src/subscriptions/ban-enforcer.service.js';
@@ -90,7 +90,7 @@ async function ban(pubkey: string, expired = false): Promise<void> {
 }
 
 function expectRevoked(c: Client): void {
-  expect(c.sent).toEqual([['CLOSED', 'live', BANNED_REASON]]);
+  expect(c.sent).toEqual([['CLOSED', 'live', 'blocked: you are banned from this community']]);
   expect(c.closed).toEqual({ code: 1008, reason: 'access revoked' });
   expect(c.conn.subscriptions.size).toBe(0);
 }

@@ -4,6 +4,7 @@
  */
 import { NostrEvent } from '../../nostr/nostr.types.js';
 import { reject } from '../rejection.js';
+import { COMMAND_REFUSALS } from './command.refusals.js';
 import { lowerHex64 } from '../../nostr/hex.js';
 
 /** A command must be signed within this many seconds of the relay's clock (NIP-42's window twice over). */
@@ -12,7 +13,7 @@ export const COMMAND_MAX_SKEW_SECS = 120;
 export function requireFreshCommand(event: NostrEvent, nowSecs = Math.floor(Date.now() / 1000)): void {
   const delta = event.created_at - nowSecs;
   if (Math.abs(delta) > COMMAND_MAX_SKEW_SECS) {
-    reject(`invalid: event timestamp out of range: created_at=${event.created_at}, now=${nowSecs}, delta=${delta}s (max ±${COMMAND_MAX_SKEW_SECS}s)`);
+    reject(COMMAND_REFUSALS.staleTimestamp(event.created_at, nowSecs, delta, COMMAND_MAX_SKEW_SECS));
   }
 }
 
@@ -21,7 +22,7 @@ export function targetPubkey(event: NostrEvent): string {
   const tags = event.tags.filter((t) => t[0] === 'p');
   const value = tags.length === 1 ? tags[0][1] : undefined;
   const pubkey = lowerHex64(value);
-  if (pubkey === undefined) reject('invalid: missing or invalid p tag');
+  if (pubkey === undefined) reject(COMMAND_REFUSALS.targetPubkey);
   return pubkey;
 }
 
@@ -34,8 +35,8 @@ export function tagValue(event: NostrEvent, name: string): string | undefined {
 export function expirationOf(event: NostrEvent, nowSecs = Math.floor(Date.now() / 1000)): number | undefined {
   const raw = tagValue(event, 'expiration');
   if (raw === undefined) return undefined;
-  if (!/^\d{1,12}$/.test(raw)) reject(`invalid: invalid expiration tag: ${raw.slice(0, 32)}`);
+  if (!/^\d{1,12}$/.test(raw)) reject(COMMAND_REFUSALS.expirationTag(raw));
   const secs = Number(raw);
-  if (secs <= nowSecs) reject('invalid: expiration must be in the future');
+  if (secs <= nowSecs) reject(COMMAND_REFUSALS.expirationPast);
   return secs;
 }

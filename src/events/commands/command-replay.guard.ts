@@ -11,6 +11,7 @@ import { communityKey } from '../../redis/redis-keys.js';
 import { RedisService } from '../../redis/redis.service.js';
 import { TtlMap } from '../../redis/ttl-map.js';
 import { reject } from '../rejection.js';
+import { COMMAND_REFUSALS } from './command.refusals.js';
 import { COMMAND_MAX_SKEW_SECS } from './command-input.js';
 
 /** Outlives the whole two-sided window: a command signed at +120 s is stale 240 s later. */
@@ -29,7 +30,7 @@ export class CommandReplayGuard {
   /** Marks the command as executed; refuses a second execution. */
   async claim(communityId: string, eventId: string): Promise<void> {
     const key = communityKey(communityId, 'command', eventId);
-    if (!(await this.mark(key))) reject('invalid: replay detected: command already handled');
+    if (!(await this.mark(key))) reject(COMMAND_REFUSALS.replayed);
   }
 
   private async mark(key: string): Promise<boolean> {
@@ -38,7 +39,7 @@ export class CommandReplayGuard {
       return (await this.redis.client().set(key, '1', 'EX', MARK_TTL_SECS, 'NX')) === 'OK';
     } catch {
       if (this.config.scaleOut.redisFailMode === 'local') return this.seen.setIfAbsent(key, true);
-      return reject('error: replay protection unavailable');
+      return reject(COMMAND_REFUSALS.replayUnavailable);
     }
   }
 }

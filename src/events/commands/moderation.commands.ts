@@ -20,6 +20,8 @@ import { Authority, RelayAuthority } from '../../moderation/relay-authority.serv
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { KIND } from '../../nostr/kinds.js';
 import { reject } from '../rejection.js';
+import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
+import { MODERATION_REFUSALS } from './moderation.refusals.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
 import type { Actor } from './relay-admin.commands.js';
@@ -33,7 +35,6 @@ export const MODERATION_KINDS: ReadonlySet<number> = new Set([
   KIND.MODERATION_RESOLVE_REPORT,
 ]);
 
-export const MODERATOR_REQUIRED = 'restricted: moderator access required';
 const REASON_MAX = 512;
 const RESOLUTION_ACTIONS = ['delete', 'kick', 'ban', 'timeout', 'dismiss', 'escalate'] as const;
 type ResolutionAction = (typeof RESOLUTION_ACTIONS)[number];
@@ -66,7 +67,7 @@ export class ModerationCommands {
 
   /** Executes a signed command; resolves with the OK message or throws a Rejection. */
   async execute(communityId: string, event: NostrEvent): Promise<string> {
-    if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject('blocked: you are banned from this community');
+    if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject(BAN_REFUSALS.banned);
     requireFreshCommand(event);
     const actor = { pubkey: event.pubkey };
     const origin: CommandOrigin = { eventId: event.id, claim: () => this.replay.claim(communityId, event.id) };
@@ -80,7 +81,7 @@ export class ModerationCommands {
         return this.unban(communityId, actor, target, origin);
       case KIND.MODERATION_TIMEOUT: {
         const until = expirationOf(event);
-        if (until === undefined) reject('invalid: timeout requires an expiration tag');
+        if (until === undefined) reject(MODERATION_REFUSALS.timeoutNeedsExpiration);
         return this.timeout(communityId, actor, target, until, reason, origin);
       }
       default:
@@ -103,7 +104,7 @@ export class ModerationCommands {
   /** 9041 */
   async unban(communityId: string, actor: Actor, target: string, origin?: CommandOrigin): Promise<string> {
     await this.change(communityId, actor, target, origin, async (tx) => {
-      if (!(await this.members.liftBan(tx, communityId, target))) reject('invalid: member is not banned');
+      if (!(await this.members.liftBan(tx, communityId, target))) reject(MODERATION_REFUSALS.notBanned);
       return { action: 'unban' };
     });
     return '';
@@ -121,7 +122,7 @@ export class ModerationCommands {
   /** 9043 */
   async untimeout(communityId: string, actor: Actor, target: string, origin?: CommandOrigin): Promise<string> {
     await this.change(communityId, actor, target, origin, async (tx) => {
-      if (!(await this.members.clearTimeout(tx, communityId, target))) reject('invalid: member is not timed out');
+      if (!(await this.members.clearTimeout(tx, communityId, target))) reject(MODERATION_REFUSALS.notTimedOut);
       return { action: 'untimeout' };
     });
     return '';
@@ -133,8 +134,8 @@ export class ModerationCommands {
     await origin?.claim();
     await this.queue.onWriter('event_write', (db) => db.transaction().execute(async (tx) => {
       const report = await this.queue.lockReport(tx, communityId, r.reportEventId);
-      if (report === undefined) reject('invalid: report not found in this community');
-      if (report.status !== 'open') reject('invalid: report is not open (already resolved or dismissed)');
+      if (report === undefined) reject(MODERATION_REFUSALS.reportNotFound);
+      if (report.status !== 'open') reject(MODERATION_REFUSALS.reportNotOpen);
       await this.queue.closeReport(tx, report.id, r.status, r.action, actorKey(actor) ?? 'operator');
       await this.queue.recordAction(tx, communityId, {
         actorPubkey: actorKey(actor),
@@ -167,27 +168,27 @@ export class ModerationCommands {
   private async authorise(communityId: string, actor: Actor, target: string | undefined): Promise<void> {
     const authorityOf = (pubkey: string) => this.members.onWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
     const who: Authority = actor === 'operator' ? 'owner' : (await authorityOf(actor.pubkey)).authority;
-    if (who !== 'owner' && who !== 'admin') reject(MODERATOR_REQUIRED);
+    if (who !== 'owner' && who !== 'admin') reject(MODERATION_REFUSALS.moderatorRequired);
     if (target === undefined) return;
-    if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot moderate yourself');
+    if (actor !== 'operator' && actor.pubkey === target) reject(MODERATION_REFUSALS.moderateSelf);
     const theirs = relayRank((await authorityOf(target)).authority);
     // The CLI acts as an owner, yet never on a configured key.
     const mine = actor === 'operator' && this.authority.isConfigured(target) ? RANK.none : relayRank(who);
-    if (!outranks(mine, theirs)) reject('restricted: cannot moderate a relay owner, operator or admin of equal or higher rank');
+    if (!outranks(mine, theirs)) reject(MODERATION_REFUSALS.outranked);
   }
 }
 
 /** A 9044's tags: `report` (the report's event id), `status`, `action`, optional `reason`. */
 function resolutionOf(event: NostrEvent): Resolution {
   const reportEventId = lowerHex64(tagValue(event, 'report'));
-  if (reportEventId === undefined) reject('invalid: missing or invalid report tag (expect 64-hex event id)');
+  if (reportEventId === undefined) reject(MODERATION_REFUSALS.reportTag);
   const status = tagValue(event, 'status');
-  if (status === undefined) reject('invalid: missing status tag');
+  if (status === undefined) reject(MODERATION_REFUSALS.statusMissing);
   const action = tagValue(event, 'action');
-  if (action === undefined) reject('invalid: missing action tag');
-  if (status !== 'resolved' && status !== 'dismissed') reject(`invalid: invalid status: ${status.slice(0, 32)} (expect resolved|dismissed)`);
-  if (!(RESOLUTION_ACTIONS as readonly string[]).includes(action)) reject(`invalid: invalid action: ${action.slice(0, 32)} (expect ${RESOLUTION_ACTIONS.join('|')})`);
-  if ((action === 'dismiss') !== (status === 'dismissed')) reject('invalid: action `dismiss` pairs only with status `dismissed`');
+  if (action === undefined) reject(MODERATION_REFUSALS.actionMissing);
+  if (status !== 'resolved' && status !== 'dismissed') reject(MODERATION_REFUSALS.invalidStatus(status));
+  if (!(RESOLUTION_ACTIONS as readonly string[]).includes(action)) reject(MODERATION_REFUSALS.invalidAction(action, RESOLUTION_ACTIONS));
+  if ((action === 'dismiss') !== (status === 'dismissed')) reject(MODERATION_REFUSALS.dismissPairing);
   return { reportEventId, status, action: action as ResolutionAction, reason: tagValue(event, 'reason')?.slice(0, REASON_MAX) ?? null };
 }
 

@@ -4,7 +4,7 @@
  * executed and never stored; the change, the relay-signed 8000/8001 and the 13534 snapshot commit
  * in one transaction. 9033 changes the community's record only (no event is signed for it). The
  * operator CLI calls the same operations with the `operator` actor. Who may do what:
- * docs/moderation.md. Refusal texts follow upstream's (`invalid: actor not authorized: …`).
+ * docs/moderation.md. Refusal texts follow upstream's (relay-admin.refusals.ts).
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
@@ -22,6 +22,8 @@ import { EventBus } from '../event-bus.js';
 import { EventWriter } from '../event-writer.service.js';
 import { KIND } from '../../nostr/kinds.js';
 import { reject } from '../rejection.js';
+import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
+import { RELAY_ADMIN_REFUSALS } from './relay-admin.refusals.js';
 import { requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
 import { MembershipDelta, Nip43State } from './nip43-state.service.js';
@@ -38,7 +40,6 @@ export const RELAY_ADMIN_KINDS: ReadonlySet<number> = new Set([
 ]);
 
 export const LEFT_RELAY = 'info: you have left this relay';
-const NOT_ADMIN = 'invalid: actor not authorized: must be admin or owner';
 
 interface Change {
   readonly message: string;
@@ -69,7 +70,7 @@ export class RelayAdminCommands {
   async execute(communityId: string, event: NostrEvent): Promise<string> {
     if (event.kind === KIND.NIP43_LEAVE_REQUEST) return this.leave(communityId, event);
     // A ban is checked here because these kinds skip the ingest moderation gate (a timed-out admin keeps administering).
-    if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject('blocked: you are banned from this community');
+    if ((await this.moderation.restrictionOf(communityId, event.pubkey, { fresh: true })).kind === 'banned') reject(BAN_REFUSALS.banned);
     requireFreshCommand(event);
     const actor = { pubkey: event.pubkey };
     const claim = () => this.replay.claim(communityId, event.id);
@@ -89,10 +90,10 @@ export class RelayAdminCommands {
   addMember(communityId: string, actor: Actor, target: string, role: string, claim?: () => Promise<void>): Promise<string> {
     return this.run(communityId, async (tx) => {
       const who = await this.authorityOf(tx, communityId, actor);
-      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
-      if (role === 'owner') reject('invalid: invalid role: use kind:9032 to promote to owner');
-      if (role !== 'admin' && role !== 'member') reject(`invalid: invalid role: ${role.slice(0, 32)}`);
-      if (role === 'admin' && who !== 'owner') reject('invalid: actor not authorized: only owner can grant admin role');
+      if (who !== 'owner' && who !== 'admin') reject(RELAY_ADMIN_REFUSALS.notAdmin);
+      if (role === 'owner') reject(RELAY_ADMIN_REFUSALS.addOwner);
+      if (role !== 'admin' && role !== 'member') reject(RELAY_ADMIN_REFUSALS.invalidRole(role));
+      if (role === 'admin' && who !== 'owner') reject(RELAY_ADMIN_REFUSALS.onlyOwnerGrantsAdmin);
       await claim?.();
       const added = await this.members.insertMember(tx, communityId, target, role, actorKey(actor));
       return added ? { message: '', changed: true, delta: { kind: KIND.NIP43_MEMBER_ADDED, pubkey: target } } : { message: '', changed: false };
@@ -103,16 +104,16 @@ export class RelayAdminCommands {
   removeMember(communityId: string, actor: Actor, target: string, claim?: () => Promise<void>): Promise<string> {
     return this.run(communityId, async (tx) => {
       const who = await this.authorityOf(tx, communityId, actor);
-      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
-      if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot remove yourself');
-      if (this.authority.isConfigured(target)) reject('invalid: cannot remove the relay owner');
+      if (who !== 'owner' && who !== 'admin') reject(RELAY_ADMIN_REFUSALS.notAdmin);
+      if (actor !== 'operator' && actor.pubkey === target) reject(RELAY_ADMIN_REFUSALS.removeSelf);
+      if (this.authority.isConfigured(target)) reject(RELAY_ADMIN_REFUSALS.removeOwner);
       await claim?.();
       const removed = await this.members.deleteMember(tx, communityId, target, who === 'owner' ? ['admin', 'member'] : ['member']);
       if (removed === undefined) {
         const role = await this.members.roleOf(tx, communityId, target);
-        if (role === undefined) reject(`invalid: member not found: ${target}`);
-        if (role === 'owner') reject('invalid: cannot remove the relay owner');
-        reject('invalid: actor not authorized: admins can only remove members');
+        if (role === undefined) reject(RELAY_ADMIN_REFUSALS.memberNotFound(target));
+        if (role === 'owner') reject(RELAY_ADMIN_REFUSALS.removeOwner);
+        reject(RELAY_ADMIN_REFUSALS.adminsRemoveMembers);
       }
       return { message: '', changed: true, delta: { kind: KIND.NIP43_MEMBER_REMOVED, pubkey: target } };
     });
@@ -121,16 +122,16 @@ export class RelayAdminCommands {
   /** 9032: owners only, between admin and member; the owner role is never granted or taken this way. */
   changeRole(communityId: string, actor: Actor, target: string, role: string | undefined, claim?: () => Promise<void>): Promise<string> {
     return this.run(communityId, async (tx) => {
-      if ((await this.authorityOf(tx, communityId, actor)) !== 'owner') reject('invalid: actor not authorized: must be owner');
-      if (actor !== 'operator' && actor.pubkey === target) reject('invalid: cannot change your own role');
-      if (role === undefined) reject('invalid: missing role tag');
-      if (role === 'owner') reject('invalid: cannot set role to owner');
-      if (role !== 'admin' && role !== 'member') reject(`invalid: invalid role: ${role.slice(0, 32)}`);
-      if (this.authority.isConfigured(target)) reject("invalid: cannot change the relay owner's role");
+      if ((await this.authorityOf(tx, communityId, actor)) !== 'owner') reject(RELAY_ADMIN_REFUSALS.notOwner);
+      if (actor !== 'operator' && actor.pubkey === target) reject(RELAY_ADMIN_REFUSALS.changeOwnRole);
+      if (role === undefined) reject(RELAY_ADMIN_REFUSALS.roleMissing);
+      if (role === 'owner') reject(RELAY_ADMIN_REFUSALS.setOwner);
+      if (role !== 'admin' && role !== 'member') reject(RELAY_ADMIN_REFUSALS.invalidRole(role));
+      if (this.authority.isConfigured(target)) reject(RELAY_ADMIN_REFUSALS.changeOwnerRole);
       await claim?.();
       if (!(await this.members.setRole(tx, communityId, target, role))) {
         const exists = (await this.members.roleOf(tx, communityId, target)) !== undefined;
-        reject(exists ? "invalid: cannot change the relay owner's role" : `invalid: member not found: ${target}`);
+        reject(exists ? RELAY_ADMIN_REFUSALS.changeOwnerRole : RELAY_ADMIN_REFUSALS.memberNotFound(target));
       }
       return { message: '', changed: true };
     });
@@ -144,7 +145,7 @@ export class RelayAdminCommands {
   async setWorkspaceProfile(communityId: string, actor: Actor, profile: WorkspaceProfile, claim?: () => Promise<void>): Promise<string> {
     await this.writer.transaction(false, async (tx) => {
       const who = await this.authorityOf(tx, communityId, actor);
-      if (who !== 'owner' && who !== 'admin') reject(NOT_ADMIN);
+      if (who !== 'owner' && who !== 'admin') reject(RELAY_ADMIN_REFUSALS.notAdmin);
       await claim?.();
       await this.communities.setProfile(tx, communityId, profile);
     });
@@ -155,14 +156,14 @@ export class RelayAdminCommands {
 
   /** 28936 (NIP-43 leave): only where membership is enforced; the owner cannot leave. */
   private async leave(communityId: string, event: NostrEvent): Promise<string> {
-    if (!this.config.requireRelayMembership) reject('invalid: relay membership is not enabled');
+    if (!this.config.requireRelayMembership) reject(RELAY_ADMIN_REFUSALS.membershipNotEnabled);
     const delta = event.created_at - Math.floor(Date.now() / 1000);
-    if (Math.abs(delta) > 120) reject(`invalid: leave request timestamp out of range (delta=${delta}s, max ±120s)`);
-    if (!event.tags.some((t) => t.length === 1 && t[0] === '-')) reject('invalid: leave request must include NIP-70 protected event tag ["-"]');
+    if (Math.abs(delta) > 120) reject(RELAY_ADMIN_REFUSALS.leaveTimestamp(delta));
+    if (!event.tags.some((t) => t.length === 1 && t[0] === '-')) reject(RELAY_ADMIN_REFUSALS.leaveUnprotected);
     return this.run(communityId, async (tx) => {
       const role = await this.members.roleOf(tx, communityId, event.pubkey);
-      if (role === undefined) reject('invalid: you are not a relay member');
-      if (role === 'owner' || this.authority.isConfiguredOwner(event.pubkey)) reject('invalid: relay owner cannot leave');
+      if (role === undefined) reject(RELAY_ADMIN_REFUSALS.leaveNotMember);
+      if (role === 'owner' || this.authority.isConfiguredOwner(event.pubkey)) reject(RELAY_ADMIN_REFUSALS.ownerCannotLeave);
       await this.replay.claim(communityId, event.id);
       await this.members.deleteMember(tx, communityId, event.pubkey, ['admin', 'member']);
       return { message: LEFT_RELAY, changed: true, delta: { kind: KIND.NIP43_MEMBER_REMOVED, pubkey: event.pubkey } };
@@ -215,7 +216,7 @@ export function workspaceProfileOf(event: NostrEvent): WorkspaceProfile {
     const word = thread.trim().toLowerCase();
     if (TRUE_WORDS.has(word)) threadRepliesInChannel = true;
     else if (FALSE_WORDS.has(word)) threadRepliesInChannel = false;
-    else reject('invalid: thread_replies_in_channel must be true or false');
+    else reject(RELAY_ADMIN_REFUSALS.threadRepliesWord);
   }
   if (icon === undefined) return threadRepliesInChannel === undefined ? { icon: null } : { threadRepliesInChannel };
   if (icon !== '') checkIcon(icon);
@@ -223,14 +224,14 @@ export function workspaceProfileOf(event: NostrEvent): WorkspaceProfile {
 }
 
 function checkIcon(icon: string): void {
-  if (/[\s\p{Cc}]/u.test(icon)) reject('invalid: icon contains invalid characters');
+  if (/[\s\p{Cc}]/u.test(icon)) reject(RELAY_ADMIN_REFUSALS.iconCharacters);
   const bytes = Buffer.byteLength(icon);
   if (icon.startsWith('data:image/')) {
-    if (bytes > ICON_DATA_URL_MAX) reject(`invalid: icon data URL too long: ${bytes} bytes (max ${ICON_DATA_URL_MAX})`);
+    if (bytes > ICON_DATA_URL_MAX) reject(RELAY_ADMIN_REFUSALS.iconDataUrlTooLong(bytes, ICON_DATA_URL_MAX));
     return;
   }
-  if (!icon.startsWith('https://') && !icon.startsWith('http://')) reject('invalid: icon must be an http(s) URL or data:image/* URL');
-  if (bytes > ICON_URL_MAX) reject(`invalid: icon URL too long: ${bytes} bytes (max ${ICON_URL_MAX})`);
+  if (!icon.startsWith('https://') && !icon.startsWith('http://')) reject(RELAY_ADMIN_REFUSALS.iconScheme);
+  if (bytes > ICON_URL_MAX) reject(RELAY_ADMIN_REFUSALS.iconUrlTooLong(bytes, ICON_URL_MAX));
 }
 
 function actorKey(actor: Actor): string | null {

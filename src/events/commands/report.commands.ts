@@ -12,6 +12,7 @@ import { ModerationQueueRepository, NewReport } from '../../moderation/moderatio
 import { EventWriteRepository } from '../event-write.repository.js';
 import { reject } from '../rejection.js';
 import { TARGET_NOT_FOUND } from '../ingest.refusals.js';
+import { REPORT_REFUSALS } from './report.refusals.js';
 import { TargetVisibility } from '../target-visibility.service.js';
 import { lowerHex64 } from '../../nostr/hex.js';
 
@@ -30,14 +31,14 @@ export class ReportIntake {
   /** Queues the report; resolves with the OK message or throws a Rejection. */
   async execute(communityId: string, event: NostrEvent): Promise<string> {
     const p = tagsNamed(event, 'p');
-    if (p.length === 0) reject('invalid: report must include a p tag');
-    if (p.length > 1) reject('invalid: report must include exactly one p tag');
+    if (p.length === 0) reject(REPORT_REFUSALS.pTagMissing);
+    if (p.length > 1) reject(REPORT_REFUSALS.pTagNotOne);
     const reported = hex32(p[0][1], 'p tag pubkey');
     const e = tagsNamed(event, 'e');
     const x = tagsNamed(event, 'x');
-    if (e.length > 0 && x.length > 0) reject('invalid: report must target only one of e or x');
-    if (e.length > 1) reject('invalid: report must include at most one e tag');
-    if (x.length > 1) reject('invalid: report must include at most one x tag');
+    if (e.length > 0 && x.length > 0) reject(REPORT_REFUSALS.eAndX);
+    if (e.length > 1) reject(REPORT_REFUSALS.eTagNotOne);
+    if (x.length > 1) reject(REPORT_REFUSALS.xTagNotOne);
     const base = { reportEventId: event.id, reporterPubkey: event.pubkey, note: event.content === '' ? null : event.content.slice(0, NOTE_MAX) };
     let report: NewReport;
     if (e.length === 1) {
@@ -50,7 +51,7 @@ export class ReportIntake {
     } else if (x.length === 1) {
       hex32(x[0][1], 'x tag sha256');
       reportTypeOf(x[0]);
-      return reject('invalid: report target blob not found');
+      return reject(REPORT_REFUSALS.blobNotFound);
     } else {
       report = { ...base, targetKind: 'pubkey', targetPubkey: reported, targetEventId: null, channelId: null, reportType: reportTypeOf(p[0]) };
     }
@@ -65,13 +66,13 @@ function tagsNamed(event: NostrEvent, name: string): string[][] {
 
 function hex32(value: string, label: string): string {
   const hex = lowerHex64(value);
-  if (hex === undefined) reject(`invalid: malformed ${label}`);
+  if (hex === undefined) reject(REPORT_REFUSALS.malformed(label));
   return hex;
 }
 
 function reportTypeOf(tag: string[]): string {
   const type = tag[2];
-  if (type === undefined) reject('invalid: report target tag missing report type');
-  if (!REPORT_TYPES.has(type)) reject(`invalid: unsupported report type: ${type.slice(0, 32)}`);
+  if (type === undefined) reject(REPORT_REFUSALS.typeMissing);
+  if (!REPORT_TYPES.has(type)) reject(REPORT_REFUSALS.unsupportedType(type));
   return type;
 }
