@@ -35,6 +35,7 @@ import {
 } from './bridge-params.js';
 import { ThreadWindowService } from './thread-window.service.js';
 import { BridgeReadsRepository } from './bridge-reads.repository.js';
+import { refusalError } from './refusal-status.js';
 import { SearchService } from '../events/search.service.js';
 import { eventHeapBytes } from '../events/stored-event.js';
 import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
@@ -88,7 +89,7 @@ export class BridgeQueryService {
     }
     validateExtensions(filters, branches);
     const gate = this.access.gate(filters, reader.pubkey, 'count');
-    if (gate) throw new HttpError(403, gate.reason);
+    if (gate) throw refusalError(gate.reason);
     const windowed = await this.threadWindows(reader, filters, branches);
     const out: NostrEvent[] = [];
     for (const branch of BRANCH_ORDER) {

@@ -16,6 +16,7 @@ import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../ev
 import { BridgeAdmission } from './bridge-admission.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
 import { BridgeQueryService, BridgeReader } from './bridge-query.service.js';
+import { refusalError } from './refusal-status.js';
 
 @Controller()
 export class BridgeController {
@@ -45,7 +46,7 @@ export class BridgeController {
     const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, false);
     const gate = this.access.gate(filters, reader.pubkey, 'count');
-    if (gate) throw new HttpError(403, gate.reason);
+    if (gate) throw refusalError(gate.reason);
     let total = 0;
     for (const f of filters) {
       const scope = await this.access.filterScope(reader.communityId, reader.pubkey, f);

@@ -20,6 +20,7 @@ import { ChannelMemberRole, ChannelVisibility, DB } from '@buzz-relay/read-path'
 import { deletionTarget } from '../events/event-derivation.js';
 import { NIP29_COMMAND_KINDS } from '../nostr/kinds.js';
 import { reject } from '../events/rejection.js';
+import { GROUP_COMMAND_REFUSALS } from './group-commands.refusals.js';
 import { channelRoleRank, outranks, RANK } from '../moderation/ranks.js';
 import { ChannelRanking, ChannelRanks } from './channel-ranks.service.js';
 import { ChannelRepository } from './channel.repository.js';
@@ -56,14 +57,7 @@ export const INVITE_LIMITS = {
   maxTtlSecs: 30 * 24 * 3600,
 } as const;
 
-/** A private channel that took failedJoinsPerWindow wrong codes refuses code joins until its window ends. */
-export const FAILED_JOINS_REASON = 'rate-limited: too many failed invite codes for this channel, retry later';
-
 type Authority = 'admin' | 'owner';
-
-const ADMIN_REQUIRED = 'restricted: channel admin role required';
-const OWNER_REQUIRED = 'restricted: channel owner role required';
-const HIGHER_RANK = 'restricted: cannot act on a member of equal or higher rank';
 
 export interface GroupEffect {
   /** Pubkeys whose channel access changed (their cached access must be dropped). */
@@ -131,10 +125,10 @@ export class GroupCommandService {
   private async create(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
     const nameTag = ev.tags.find((t) => t[0] === 'name');
     const name = nameTag?.[1]?.trim();
-    if (nameTag && !name) reject('invalid: channel name must not be empty');
+    if (nameTag && !name) reject(GROUP_COMMAND_REFUSALS.emptyName);
     const visibility = visibilityOf(ev) ?? 'open';
     const channelType = tagValue(ev, 'channel_type') ?? 'stream';
-    if (!['stream', 'forum', 'dm', 'workflow'].includes(channelType)) reject('invalid: unknown channel_type');
+    if (!['stream', 'forum', 'dm', 'workflow'].includes(channelType)) reject(GROUP_COMMAND_REFUSALS.unknownChannelType);
     const h = ev.tags.find((t) => t[0] === 'h')?.[1];
     const groupId = h !== undefined && isNamedGroupId(h) ? h : undefined;
     const created = await this.channels.create(tx, communityId, {
@@ -146,7 +140,7 @@ export class GroupCommandService {
       channelType: channelType as 'stream',
       createdBy: ev.pubkey,
     });
-    if (!created) reject('duplicate: channel already exists');
+    if (!created) reject(GROUP_COMMAND_REFUSALS.channelExists);
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'owner');
     return { ...NO_EFFECT, accessChanged: visibility === 'open' ? 'everyone' : [ev.pubkey] };
   }
@@ -154,17 +148,17 @@ export class GroupCommandService {
   /** 9021: open channels admit anyone; a private one only with an unspent, unexpired invite code (spent here). */
   private async join(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
     const ch = await this.channels.find(communityId, channelId, tx);
-    if (!ch) reject('invalid: channel not found');
-    if (await this.channels.memberRole(communityId, channelId, ev.pubkey, tx)) reject('duplicate: already a channel member');
+    if (!ch) reject(GROUP_COMMAND_REFUSALS.channelNotFound);
+    if (await this.channels.memberRole(communityId, channelId, ev.pubkey, tx)) reject(GROUP_COMMAND_REFUSALS.alreadyMember);
     if (ch!.visibility === 'private') {
       const code = tagValue(ev, 'code');
-      if (code === undefined) reject('restricted: channel is private');
+      if (code === undefined) reject(GROUP_COMMAND_REFUSALS.privateChannel);
       const key = `${communityId}/${channelId}`;
-      if ((this.failedJoins.get(key) ?? 0) >= INVITE_LIMITS.failedJoinsPerWindow) reject(FAILED_JOINS_REASON);
+      if ((this.failedJoins.get(key) ?? 0) >= INVITE_LIMITS.failedJoinsPerWindow) reject(GROUP_COMMAND_REFUSALS.failedJoins);
       const spent = await this.channels.spendInvite(tx, communityId, channelId, code!, ev.pubkey);
       if (!spent) {
         this.failedJoins.set(key, (this.failedJoins.get(key) ?? 0) + 1);
-        reject('restricted: invite code is invalid, already used or expired');
+        reject(GROUP_COMMAND_REFUSALS.badInviteCode);
       }
     }
     await this.channels.upsertMember(tx, communityId, channelId, ev.pubkey, 'member');
@@ -183,11 +177,11 @@ export class GroupCommandService {
   private async putUsers(tx: Kysely<DB>, communityId: string, ev: NostrEvent, channelId: string): Promise<GroupEffect> {
     const ranking = await this.require(tx, communityId, channelId, ev.pubkey, 'admin', pKeys(ev));
     const targets = pTargets(ev);
-    for (const t of targets) if (!MEMBER_ROLES.has(t.role ?? 'member')) reject('invalid: unknown member role');
+    for (const t of targets) if (!MEMBER_ROLES.has(t.role ?? 'member')) reject(GROUP_COMMAND_REFUSALS.unknownMemberRole);
     const added: string[] = [];
     for (const t of targets) {
       const role = (t.role ?? 'member') as ChannelMemberRole;
-      if (channelRoleRank(role) > ranking.rankOf(ev.pubkey)) reject(OWNER_REQUIRED);
+      if (channelRoleRank(role) > ranking.rankOf(ev.pubkey)) reject(GROUP_COMMAND_REFUSALS.ownerRequired);
       requireOutranks(ranking, ev.pubkey, t.pubkey);
       if (!ranking.isMember(t.pubkey)) added.push(t.pubkey);
       await this.channels.upsertMember(tx, communityId, channelId, t.pubkey, role);
@@ -214,7 +208,7 @@ export class GroupCommandService {
     await this.require(tx, communityId, channelId, ev.pubkey, 'admin');
     const visibility = visibilityOf(ev);
     const name = tagValue(ev, 'name');
-    if (name !== undefined && !name.trim()) reject('invalid: channel name must not be empty');
+    if (name !== undefined && !name.trim()) reject(GROUP_COMMAND_REFUSALS.emptyName);
     const archived = ev.tags.some((t) => t[0] === 'archived') ? true : ev.tags.some((t) => t[0] === 'unarchived') ? false : undefined;
     await this.channels.updateMetadata(tx, communityId, channelId, { name: name?.trim(), about: tagValue(ev, 'about'), visibility, archived });
     return { ...NO_EFFECT, accessChanged: visibility ? 'everyone' : [] };
@@ -243,25 +237,25 @@ export class GroupCommandService {
     // the invite's code is its own event id: its signer knows it, and so do the channel's
     // members, who can read the stored 9009, as they can read any code.
     const codes = named.length > 0 ? named : [ev.id];
-    if (codes.length > INVITE_LIMITS.codesPerEvent) reject(`invalid: at most ${INVITE_LIMITS.codesPerEvent} code tags per invite`);
+    if (codes.length > INVITE_LIMITS.codesPerEvent) reject(GROUP_COMMAND_REFUSALS.codesPerEvent(INVITE_LIMITS.codesPerEvent));
     if (codes.some((c) => c.length < INVITE_LIMITS.codeMinLength || c.length > INVITE_LIMITS.codeMaxLength)) {
-      reject(`invalid: invite code must be ${INVITE_LIMITS.codeMinLength} to ${INVITE_LIMITS.codeMaxLength} characters`);
+      reject(GROUP_COMMAND_REFUSALS.codeLength(INVITE_LIMITS.codeMinLength, INVITE_LIMITS.codeMaxLength));
     }
-    if (new Set(codes).size !== codes.length) reject('invalid: duplicate invite code');
+    if (new Set(codes).size !== codes.length) reject(GROUP_COMMAND_REFUSALS.duplicateCode);
     const now = Math.floor(Date.now() / 1000);
     const expirationTag = tagValue(ev, 'expiration');
     let expiresAt = now + INVITE_LIMITS.defaultTtlSecs;
     if (expirationTag !== undefined) {
       const at = /^\d{1,12}$/.test(expirationTag) ? Number(expirationTag) : NaN;
-      if (!(at > now)) reject('invalid: invite expiration must be a future unix time');
-      if (at > now + INVITE_LIMITS.maxTtlSecs) reject(`invalid: invite expiration at most ${INVITE_LIMITS.maxTtlSecs / 86400} days ahead`);
+      if (!(at > now)) reject(GROUP_COMMAND_REFUSALS.expirationNotFuture);
+      if (at > now + INVITE_LIMITS.maxTtlSecs) reject(GROUP_COMMAND_REFUSALS.expirationTooFar(INVITE_LIMITS.maxTtlSecs / 86400));
       expiresAt = Math.min(expiresAt, at);
     }
     await this.channels.lockInvites(tx, communityId, channelId);
     const open = await this.channels.openInviteCount(tx, communityId, channelId);
-    if (open + codes.length > INVITE_LIMITS.openPerChannel) reject(`restricted: a channel holds at most ${INVITE_LIMITS.openPerChannel} open invite codes`);
+    if (open + codes.length > INVITE_LIMITS.openPerChannel) reject(GROUP_COMMAND_REFUSALS.openCodes(INVITE_LIMITS.openPerChannel));
     const fresh = await this.channels.createInvites(tx, communityId, channelId, { codes, createdBy: ev.pubkey, eventId: ev.id, expiresAtSecs: expiresAt });
-    if (!fresh) reject('invalid: invite code already exists in this channel');
+    if (!fresh) reject(GROUP_COMMAND_REFUSALS.codeExists);
     return NO_EFFECT;
   }
 
@@ -271,9 +265,9 @@ export class GroupCommandService {
    */
   private async require(tx: Kysely<DB>, communityId: string, channelId: string, pubkey: string, needed: Authority, targets: readonly string[] = []): Promise<ChannelRanking> {
     const ch = await this.channels.find(communityId, channelId, tx);
-    if (!ch) reject('invalid: channel not found');
+    if (!ch) reject(GROUP_COMMAND_REFUSALS.channelNotFound);
     const ranking = await this.ranks.of(tx, communityId, channelId, [pubkey, ...targets]);
-    if (ranking.rankOf(pubkey) < (needed === 'owner' ? RANK.channelOwner : RANK.channelAdmin)) reject(needed === 'owner' ? OWNER_REQUIRED : ADMIN_REQUIRED);
+    if (ranking.rankOf(pubkey) < (needed === 'owner' ? RANK.channelOwner : RANK.channelAdmin)) reject(needed === 'owner' ? GROUP_COMMAND_REFUSALS.ownerRequired : GROUP_COMMAND_REFUSALS.adminRequired);
     return ranking;
   }
 }
@@ -287,7 +281,7 @@ function requireOutranks(ranking: ChannelRanking, actor: string, target: string)
   const mine = ranking.rankOf(actor);
   const theirs = ranking.rankOf(target);
   if (outranks(mine, theirs)) return;
-  reject(theirs >= RANK.channelOwner && mine < RANK.channelOwner ? OWNER_REQUIRED : HIGHER_RANK);
+  reject(theirs >= RANK.channelOwner && mine < RANK.channelOwner ? GROUP_COMMAND_REFUSALS.ownerRequired : GROUP_COMMAND_REFUSALS.higherRank);
 }
 
 function tagValue(ev: NostrEvent, name: string): string | undefined {
@@ -304,7 +298,7 @@ function tagValue(ev: NostrEvent, name: string): string | undefined {
 export function visibilityOf(ev: NostrEvent): ChannelVisibility | undefined {
   const explicit = tagValue(ev, 'visibility');
   if (explicit !== undefined) {
-    if (explicit !== 'open' && explicit !== 'private') reject('invalid: visibility must be open or private');
+    if (explicit !== 'open' && explicit !== 'private') reject(GROUP_COMMAND_REFUSALS.visibility);
     return explicit;
   }
   const has = (name: string) => ev.tags.some((t) => t[0] === name);
@@ -315,7 +309,7 @@ export function visibilityOf(ev: NostrEvent): ChannelVisibility | undefined {
 
 function pTargets(ev: NostrEvent): Array<{ pubkey: string; role: string | undefined }> {
   const targets = ev.tags.filter((t) => t[0] === 'p' && isHex64(t[1])).map((t) => ({ pubkey: t[1], role: t[2] }));
-  if (targets.length === 0) reject('invalid: command needs at least one p tag');
+  if (targets.length === 0) reject(GROUP_COMMAND_REFUSALS.needsPTag);
   return targets;
 }
 

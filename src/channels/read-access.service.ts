@@ -10,11 +10,13 @@ import { AUTHOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS } from '../nostr/k
 import { ReadScope } from '../events/read-scope.js';
 import { ChannelAccessService } from './channel-access.service.js';
 import { channelIdsOf } from '../nostr/group-id.js';
+import { Refusal } from '../nostr/refusal.js';
+import { CHANNEL_ACCESS_REFUSALS } from './channel-access.refusals.js';
 
 export const MAX_EXPLICIT_CHANNELS = 128;
 const ENGRAM_KIND = 30174;
 
-export type ScopeDecision = { ok: true; scope: ReadScope } | { ok: false; reason: string };
+export type ScopeDecision = { ok: true; scope: ReadScope } | { ok: false; reason: Refusal };
 
 export type GateWording = 'req' | 'count';
 
@@ -24,12 +26,12 @@ export class ReadAccessService {
 
   async scopeFor(communityId: string, pubkey: string, filters: readonly NostrFilter[], wording: GateWording = 'req'): Promise<ScopeDecision> {
     const explicit = filters.reduce((n, f) => n + (f.tags.h?.length ?? 0), 0);
-    if (explicit > MAX_EXPLICIT_CHANNELS) return { ok: false, reason: 'restricted: too many explicit channels' };
+    if (explicit > MAX_EXPLICIT_CHANNELS) return { ok: false, reason: CHANNEL_ACCESS_REFUSALS.tooManyChannels };
     const pinned = filters.length > 0 && filters.every((f) => (f.tags.h?.length ?? 0) > 0);
     if (pinned) {
       const requested = channelIdsOf(filters.flatMap((f) => f.tags.h!));
       const allowed = await this.access.authorize(communityId, pubkey, requested);
-      if (allowed.length === 0) return { ok: false, reason: 'restricted: not a channel member' };
+      if (allowed.length === 0) return { ok: false, reason: CHANNEL_ACCESS_REFUSALS.notChannelMember };
       const scope: ReadScope = { communityId, channels: allowed, includeGlobal: false, reader: pubkey };
       // A REQ pinned to one channel skips the sensitive-kind gates (relay.md §2.6 step 8).
       if (allowed.length === 1) return { ok: true, scope };
@@ -52,7 +54,7 @@ export class ReadAccessService {
   }
 
   /** Sensitive-kind gates for reads that are not pinned to one channel. */
-  gate(filters: readonly NostrFilter[], pubkey: string, wording: GateWording): { ok: false; reason: string } | undefined {
+  gate(filters: readonly NostrFilter[], pubkey: string, wording: GateWording): { ok: false; reason: Refusal } | undefined {
     for (const f of filters) {
       const kinds = f.kinds;
       const canMatch = (set: ReadonlySet<number>) => (kinds === undefined ? true : kinds.some((k) => set.has(k)));
@@ -60,16 +62,13 @@ export class ReadAccessService {
       const selfAuthor = (f.authors?.length ?? 0) > 0 && f.authors!.every((a) => a === pubkey);
       const idsExempt = f.ids !== undefined && !(kinds ?? []).some((k) => RESULT_GATED_KINDS.has(k));
       if (canMatch(P_GATED_KINDS) && kinds !== undefined && !selfP && !idsExempt) {
-        return {
-          ok: false,
-          reason: wording === 'count' ? 'restricted: p-gated kinds require #p tag matching your pubkey' : 'restricted: p-gated events require #p matching your pubkey',
-        };
+        return { ok: false, reason: wording === 'count' ? CHANNEL_ACCESS_REFUSALS.pGatedKinds : CHANNEL_ACCESS_REFUSALS.pGatedEvents };
       }
       if (kinds?.includes(ENGRAM_KIND) && !selfAuthor && !selfP && f.ids === undefined) {
-        return { ok: false, reason: 'restricted: agent-engram reads require authors=[self] or #p=[self]' };
+        return { ok: false, reason: CHANNEL_ACCESS_REFUSALS.engramReads };
       }
       if (kinds !== undefined && kinds.length > 0 && kinds.every((k) => AUTHOR_ONLY_KINDS.has(k)) && !selfAuthor) {
-        return { ok: false, reason: 'restricted: author-only kinds require authors=[self]' };
+        return { ok: false, reason: CHANNEL_ACCESS_REFUSALS.authorOnlyKinds };
       }
     }
     return undefined;

@@ -14,6 +14,7 @@ import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators
 import { reject } from './rejection.js';
 import { INGEST_REFUSALS } from './ingest.refusals.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
+import { CHANNEL_ACCESS_REFUSALS } from '../channels/channel-access.refusals.js';
 import { TargetVisibility } from './target-visibility.service.js';
 
 /**
@@ -80,7 +81,7 @@ export class IngestGates {
     if (SELF_VALIDATING_KINDS.has(event.kind)) return;
     if (ch?.visibility === 'open') return;
     const role = ch ? await this.channels.memberRole(communityId, channelId, event.pubkey) : undefined;
-    if (!role) reject('restricted: not a channel member');
+    if (!role) reject(CHANNEL_ACCESS_REFUSALS.notChannelMember);
   }
 
   /** §5.2 step 12 (relay.md §1.3): edit ownership, forum vote target, diff envelope, profile JSON. */

@@ -12,6 +12,7 @@
  */
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ChannelAccessService } from '../channels/channel-access.service.js';
+import { CHANNEL_ACCESS_REFUSALS } from '../channels/channel-access.refusals.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
@@ -154,7 +155,7 @@ export class LiveFanout implements OnModuleDestroy {
         for (const [subId, sub] of held) {
           if (!conn.retireIfOwner(subId, sub.token)) continue;
           this.metrics.channelEvictions.inc();
-          if (conn.sendClosed(subId, 'restricted: not a channel member') !== 'sent') return;
+          if (conn.sendClosed(subId, CHANNEL_ACCESS_REFUSALS.notChannelMember.wire) !== 'sent') return;
         }
       });
     }

@@ -131,7 +131,7 @@ export class ReqHandler {
     try {
       const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, verb === 'REQ' ? 'req' : 'count');
       if (decision.ok) return decision.scope;
-      conn.send(['CLOSED', subId, decision.reason]);
+      conn.send(['CLOSED', subId, decision.reason.wire]);
     } catch (err) {
       conn.log.warn({ connId: conn.id, err }, 'channel access lookup failed');
       conn.send(['CLOSED', subId, closedReason(err, 'admission')]);
