@@ -71,7 +71,7 @@ export class BridgeAdmission {
     const owner = ownerFromHeader(header(req, 'x-auth-tag'), pubkey);
     const tier = owner === undefined ? 'human' : 'agent';
     const quota = route === 'write' ? await this.limits.httpWrite(communityId, pubkey, tier) : await this.limits.http(communityId, pubkey, tier);
-    if (!quota.allowed) throw new HttpError(quota.unavailable ? 503 : 429, quota.reason);
+    if (!quota.allowed) throw quota.unavailable ? new HttpError(503, quota.reason.wire) : refusalError(quota.reason);
     await this.auth.consumeReplay(communityId, identity);
     // A banned key (or the agent of a banned owner) gets nothing; a failed ban read is a database error (fail closed).
     if (await this.bans.isBanned(communityId, pubkey, owner)) throw refusalError(BAN_REFUSALS.banned);

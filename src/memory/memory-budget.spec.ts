@@ -77,6 +77,6 @@ describe('MemoryBudget', () => {
     const full = new MemoryRefusedError('history', 'process');
     expect([full.message, full.status, full.body, full.retryAfterSecs]).toEqual(['error: relay memory budget full, retry later', 503, { error: 'relay memory budget full, retry later' }, 1]);
     const share = new MemoryRefusedError('history', 'key');
-    expect([share.status, share.message.startsWith('rate-limited: ')]).toEqual([429, true]);
+    expect([share.status, share.message, share.body]).toEqual([429, 'rate-limited: this key holds its share of the relay memory budget, retry later', { error: share.message }]);
   });
 });

@@ -17,6 +17,8 @@
 import type { Counter, Gauge } from 'prom-client';
 import { HttpError } from '../common/http-error.js';
 import { MEMORY_SHARES, type MemoryKind } from '../config/memory-shares.js';
+import type { Refusal } from '../nostr/refusal.js';
+import { MEMORY_REFUSALS } from './memory.refusals.js';
 
 export { MEMORY_SHARES, type MemoryKind };
 
@@ -240,24 +242,21 @@ export class MemoryBudget {
 }
 
 /**
- * Thrown by work refused for memory. Its message is the wire reason (`error: … retry later` when
- * the pool is full, `rate-limited:` when the key holds its share); over HTTP it is a 503 or a 429,
- * both with `Retry-After`.
+ * Thrown by work refused for memory, with its refusal (MEMORY_REFUSALS: `poolFull` when the pool
+ * is full, `keyShare` when the key holds its share), whose wire text is the message. Over HTTP it
+ * is a 503 whose body is the refusal's detail, or a 429 whose body is its wire text, both with
+ * `Retry-After`.
  */
 export class MemoryRefusedError extends HttpError {
+  readonly refusal: Refusal;
+
   constructor(
     readonly kind: MemoryKind,
     readonly reason: MemoryRefusal,
   ) {
-    const wire = reason === 'key' ? MEMORY_KEY_SHARE_REASON : MEMORY_FULL_REASON;
-    super(reason === 'key' ? 429 : 503, wire, { error: reason === 'key' ? wire : wire.replace(/^error: /, '') }, 1);
+    const refusal = reason === 'key' ? MEMORY_REFUSALS.keyShare : MEMORY_REFUSALS.poolFull;
+    super(reason === 'key' ? 429 : 503, refusal.wire, { error: reason === 'key' ? refusal.wire : refusal.detail }, 1);
     this.name = 'MemoryRefusedError';
+    this.refusal = refusal;
   }
 }
-
-/** The answer to work refused because the process budget for its kind is full. */
-export const MEMORY_FULL_REASON = 'error: relay memory budget full, retry later';
-/** The answer to work refused because the key holds its share of that kind's budget. */
-export const MEMORY_KEY_SHARE_REASON = 'rate-limited: this key holds its share of the relay memory budget, retry later';
-/** The answer to a subscription whose filters do not fit the key's share. */
-export const FILTER_SHARE_REASON = "rate-limited: this key's subscriptions hold too much filter data; close some first";

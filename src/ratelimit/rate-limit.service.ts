@@ -6,7 +6,9 @@ import { counter } from '@buzz-relay/read-path/internal';
 import { rateLimitKey } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
 import { Bucket, SharedSlidingWindow } from './shared-sliding-window.js';
-import { quotaMessage, SlidingWindowLimiter } from './sliding-window.js';
+import { SlidingWindowLimiter } from './sliding-window.js';
+import { RATE_LIMIT_REFUSALS } from './rate-limit.refusals.js';
+import { Refusal } from '../nostr/refusal.js';
 import { TokenBucketLimiter } from './token-bucket.js';
 
 export type WsVerb = 'EVENT' | 'REQ' | 'COUNT';
@@ -14,10 +16,8 @@ export type WsVerb = 'EVENT' | 'REQ' | 'COUNT';
 export type QuotaTier = 'human' | 'agent';
 type BucketName = 'ws' | 'msg' | 'api' | 'agent_msg' | 'agent_api';
 
-export const SHARED_ADMISSION_UNAVAILABLE = 'rate-limited: shared admission unavailable';
-
-/** `reason` is the wire text; `unavailable` marks the fail-closed refusal when Redis fails (HTTP 503). */
-export type AdmissionDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: string; readonly unavailable: boolean };
+/** `unavailable` marks the fail-closed refusal when Redis fails (HTTP 503 rather than 429). */
+export type AdmissionDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason: Refusal; readonly unavailable: boolean };
 
 const ADMITTED: AdmissionDecision = { allowed: true };
 
@@ -86,14 +86,14 @@ export class RateLimitService {
     } catch {
       if (!this.localFallback) {
         this.rejections.inc({ transport, reason: 'unavailable' });
-        return { allowed: false, reason: SHARED_ADMISSION_UNAVAILABLE, unavailable: true };
+        return { allowed: false, reason: RATE_LIMIT_REFUSALS.sharedAdmissionUnavailable, unavailable: true };
       }
       this.fallbacks.inc({ transport });
       retryAfterSecs = this.localHit(`${communityId}:${pubkey}`, names);
     }
     if (retryAfterSecs === 0) return ADMITTED;
     this.rejections.inc({ transport, reason: 'quota' });
-    return { allowed: false, reason: quotaMessage(retryAfterSecs), unavailable: false };
+    return { allowed: false, reason: RATE_LIMIT_REFUSALS.quotaExceeded(retryAfterSecs), unavailable: false };
   }
 
   /** 0 when admitted, else whole seconds to wait (at least 1). */

@@ -1,4 +1,5 @@
-import { quotaMessage, SlidingWindowLimiter } from './sliding-window.js';
+import { SlidingWindowLimiter } from './sliding-window.js';
+import { RATE_LIMIT_REFUSALS } from './rate-limit.refusals.js';
 
 describe('SlidingWindowLimiter', () => {
   it('admits up to the limit per window and says when to retry', () => {
@@ -34,6 +35,6 @@ describe('SlidingWindowLimiter', () => {
   });
 
   it('formats the wire reason', () => {
-    expect(quotaMessage(7)).toBe('rate-limited: quota exceeded; retry in 7s');
+    expect(RATE_LIMIT_REFUSALS.quotaExceeded(7).wire).toBe('rate-limited: quota exceeded; retry in 7s');
   });
 });

@@ -42,7 +42,3 @@ export class SlidingWindowLimiter {
     for (const [key, log] of this.hits) if (log.length === 0 || log[log.length - 1] <= t - this.windowMs) this.hits.delete(key);
   }
 }
-
-export function quotaMessage(retryAfterSecs: number): string {
-  return `rate-limited: quota exceeded; retry in ${retryAfterSecs}s`;
-}

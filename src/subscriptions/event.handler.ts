@@ -33,7 +33,7 @@ export class EventHandler {
     }
     const quota = await this.limits.ws(conn.communityId, conn.pubkey!, 'EVENT', conn.nipOaOwner === undefined ? 'human' : 'agent');
     if (!quota.allowed) {
-      conn.send(['OK', id, false, quota.reason]);
+      conn.send(['OK', id, false, quota.reason.wire]);
       return;
     }
     const started = process.hrtime.bigint();

@@ -10,7 +10,8 @@ import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '@buzz-relay/read-path';
-import { FILTER_SHARE_REASON, MEMORY_FULL_REASON, MemoryRefusedError } from '../memory/memory-budget.js';
+import { MemoryRefusedError } from '../memory/memory-budget.js';
+import { MEMORY_REFUSALS } from '../memory/memory.refusals.js';
 import { BanGate } from '../moderation/ban-gate.service.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { effectiveLimit, matchFilter } from '../nostr/filter.js';
@@ -125,7 +126,7 @@ export class ReqHandler {
     if (await this.refusedForBan(conn, subId)) return undefined;
     const quota = await this.limits.ws(conn.communityId, conn.pubkey!, verb);
     if (!quota.allowed) {
-      conn.send(['CLOSED', subId, quota.reason]);
+      conn.send(['CLOSED', subId, quota.reason.wire]);
       return undefined;
     }
     try {
@@ -147,7 +148,7 @@ export class ReqHandler {
   private reserveFilters(conn: RelayConnection, subId: string, filters: NostrFilter[]): number | undefined {
     const reserved = conn.reserveFilters(filters);
     if (typeof reserved === 'number') return reserved;
-    conn.send(['CLOSED', subId, reserved === 'key' ? FILTER_SHARE_REASON : MEMORY_FULL_REASON]);
+    conn.send(['CLOSED', subId, (reserved === 'key' ? MEMORY_REFUSALS.filterShare : MEMORY_REFUSALS.poolFull).wire]);
     return undefined;
   }
 

@@ -27,7 +27,7 @@ export const BAN_CHECK_ERROR_REASON = 'error: internal error checking restrictio
  */
 export function closedReason(err: unknown, stage: 'history' | 'admission' = 'history'): string {
   if (err instanceof ReadShareExceededError) return READ_SHARE_REASON;
-  if (err instanceof MemoryRefusedError) return err.message;
+  if (err instanceof MemoryRefusedError) return err.refusal.wire;
   return stage === 'history' && err instanceof QueryTimedOutError ? QUERY_TIMED_OUT_REASON : DATABASE_ERROR_REASON;
 }
 
