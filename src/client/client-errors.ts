@@ -12,10 +12,11 @@
  * - `RelayClosedError`: any other CLOSED reason (`restricted:`, `auth-required:`, …); terminal.
  * - `AuthFailedError`: NIP-42 was refused; terminal.
  */
+import { READ_REFUSALS } from '../nostr/read.refusals.js';
 import { parseRefusal } from '../nostr/refusal.js';
 
-export const QUERY_TIMED_OUT_REASON = 'error: query timed out';
-export const DATABASE_ERROR_REASON = 'error: database error';
+export const QUERY_TIMED_OUT_REASON = READ_REFUSALS.queryTimedOut.wire;
+export const DATABASE_ERROR_REASON = READ_REFUSALS.databaseError.wire;
 
 export abstract class BuzzClientError extends Error {
   abstract readonly retryable: boolean;

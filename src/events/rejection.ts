@@ -1,4 +1,4 @@
-import { parseRefusal, Refusal, RefusalCode } from '../nostr/refusal.js';
+import { Refusal, RefusalCode } from '../nostr/refusal.js';
 
 /** An ingest refusal, thrown by a gate or a command: answered `["OK", id, false, refusal.wire]`. */
 export class Rejection extends Error {
@@ -8,12 +8,9 @@ export class Rejection extends Error {
   }
 }
 
-/**
- * Refuses the event being ingested. A string is the reason of a feature that has no catalogue
- * yet, read once here; the last catalogue removes it.
- */
-export function reject(refusal: Refusal | string): never {
-  throw new Rejection(typeof refusal === 'string' ? parseRefusal(refusal)! : refusal);
+/** Refuses the event being ingested, with a refusal of its feature's catalogue. */
+export function reject(refusal: Refusal): never {
+  throw new Rejection(refusal);
 }
 
 /** The `reason` label of `buzz_events_rejected_total` for a refusal's code. */

@@ -9,10 +9,10 @@ import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { AccessRevocation, AccessRevocations } from '../moderation/access-revocations.js';
+import { AUTH_REFUSALS } from './auth.refusals.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { RelayConnection } from './relay-connection.js';
-
-export const NOT_RELAY_MEMBER = 'restricted: not a relay member';
+import { closedFrame } from './ws-reasons.js';
 
 @Injectable()
 export class AccessRevoker implements OnModuleInit, OnModuleDestroy {
@@ -38,7 +38,7 @@ export class AccessRevoker implements OnModuleInit, OnModuleDestroy {
     const held = [...this.fanout.connections()].filter((c) => c.communityId === communityId && holds(c, pubkey));
     for (const conn of held) {
       for (const [subId, sub] of [...conn.subscriptions]) {
-        if (conn.retireIfOwner(subId, sub.token)) conn.send(['CLOSED', subId, NOT_RELAY_MEMBER]);
+        if (conn.retireIfOwner(subId, sub.token)) conn.send(closedFrame(subId, AUTH_REFUSALS.notRelayMember));
       }
       conn.log.info({ connId: conn.id }, 'connection revoked: no longer a relay member');
       conn.cancel(1008, 'access revoked');

@@ -4,26 +4,21 @@ import { ownerProof } from '../auth/nip-oa.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { parseEvent } from '../nostr/event-validation.js';
+import { Refusal } from '../nostr/refusal.js';
 import { SignatureVerifier } from '../events/signature-verifier.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { RelayConnection } from './relay-connection.js';
-import { okReason } from './ws-reasons.js';
+import { AUTH_REFUSALS } from './auth.refusals.js';
+import { okReason, okRefused } from './ws-reasons.js';
 
-/** What a client whose AUTH the relay could not verify within BUZZ_AUTH_VERIFY_TIMEOUT_MS gets (then the socket closes). */
-export const AUTH_VERIFY_TIMEOUT_REASON = 'error: authentication not verified in time; reconnect and retry';
-
-/** The AUTH of a key that already holds BUZZ_MAX_CONNECTIONS_PER_KEY authenticated sockets on this pod (then the socket closes). */
-export function keyConnectionsReason(limit: number): string {
-  return `rate-limited: too many connections for this key (limit ${limit})`;
-}
-/** Close code and reason of that socket. */
+/** Close code of a socket whose key holds BUZZ_MAX_CONNECTIONS_PER_KEY authenticated sockets on this pod. */
 export const KEY_CONNECTIONS_CLOSE_CODE = 1008;
-export const KEY_CONNECTIONS_CLOSE_REASON = 'rate-limited: too many connections for this key';
 
-type Verdict = { ok: true; pubkey: string; owner: string | undefined } | { ok: false; outcome: string; message: string; close: boolean };
+type Refused = { outcome: string; refusal: Refusal; close: boolean };
+type Verdict = { ok: true; pubkey: string; owner: string | undefined } | ({ ok: false } & Refused);
 
 /**
  * NIP-42. Exactly one terminal outcome per connection; later AUTH frames are
@@ -53,8 +48,7 @@ export class AuthHandler {
   private async authenticate(conn: RelayConnection, raw: unknown): Promise<void> {
     const id = typeof (raw as { id?: unknown })?.id === 'string' ? (raw as { id: string }).id : '';
     if (conn.authState !== 'pending') {
-      const reason = conn.authState === 'authenticated' ? 'already authenticated' : 'authentication already failed';
-      conn.send(['OK', id, false, `auth-required: ${reason}`]);
+      conn.send(okRefused(id, conn.authState === 'authenticated' ? AUTH_REFUSALS.alreadyAuthenticated : AUTH_REFUSALS.alreadyFailed));
       return;
     }
     const verdict = await this.bounded(this.verify(conn, raw));
@@ -65,14 +59,14 @@ export class AuthHandler {
       this.metrics.wsAuthTimeouts.inc();
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
       conn.log.warn({ connId: conn.id, boundMs: this.config.authVerifyTimeoutMs }, 'AUTH not verified within the relay bound; closing');
-      conn.send(['OK', id, false, AUTH_VERIFY_TIMEOUT_REASON]);
+      conn.send(okRefused(id, AUTH_REFUSALS.verifyTimeout));
       conn.cancel();
       return;
     }
     if (!verdict.ok) {
       conn.authState = 'failed';
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: verdict.outcome });
-      conn.send(['OK', id, false, verdict.message]);
+      conn.send(okRefused(id, verdict.refusal));
       if (verdict.close) conn.cancel();
       return;
     }
@@ -80,8 +74,8 @@ export class AuthHandler {
     if (!this.connections.claimKey(verdict.pubkey)) {
       conn.authState = 'failed';
       this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'key_connection_limit' });
-      conn.send(['OK', id, false, keyConnectionsReason(this.config.limits.maxConnectionsPerKey)]);
-      conn.cancel(KEY_CONNECTIONS_CLOSE_CODE, KEY_CONNECTIONS_CLOSE_REASON);
+      conn.send(okRefused(id, AUTH_REFUSALS.keyConnections(this.config.limits.maxConnectionsPerKey)));
+      conn.cancel(KEY_CONNECTIONS_CLOSE_CODE, AUTH_REFUSALS.keyConnectionsClose.wire);
       return;
     }
     conn.authState = 'authenticated';
@@ -120,7 +114,7 @@ export class AuthHandler {
     // A NIP-OA owner claim is part of the AUTH event: one that does not verify fails verification.
     const proof = valid && parsed.ok ? ownerProof(parsed.event) : undefined;
     if (!valid || !parsed.ok || proof?.kind === 'invalid') {
-      return { ok: false, outcome: 'invalid', message: `auth-required: verification failed${problem === undefined ? '' : `: ${problem}`}`, close: false };
+      return { ok: false, outcome: 'invalid', refusal: AUTH_REFUSALS.verificationFailed(problem), close: false };
     }
     const owner = proof?.kind === 'owner' ? proof.owner : undefined;
     const refusal = await this.admission(conn, parsed.event.pubkey, owner);
@@ -147,18 +141,18 @@ export class AuthHandler {
    * The spec's order after the signature: ban (an owner ban cascades to its agent), allowlist,
    * relay membership (or, with BUZZ_ALLOW_NIP_OA_AUTH, the proved owner's). All read the writer.
    */
-  private async admission(conn: RelayConnection, pubkey: string, owner: string | undefined): Promise<{ outcome: string; message: string; close: boolean } | undefined> {
+  private async admission(conn: RelayConnection, pubkey: string, owner: string | undefined): Promise<Refused | undefined> {
     try {
       for (const subject of owner === undefined ? [pubkey] : [pubkey, owner]) {
         const restriction = await this.moderation.restrictionOf(conn.communityId, subject);
-        if (restriction.kind === 'banned') return { outcome: 'banned', message: BAN_REFUSALS.banned.wire, close: true };
+        if (restriction.kind === 'banned') return { outcome: 'banned', refusal: BAN_REFUSALS.banned, close: true };
       }
     } catch (err) {
-      return { outcome: 'ban_check_error', message: okReason(err, 'auth_ban_check'), close: true };
+      return { outcome: 'ban_check_error', refusal: okReason(err, 'auth_ban_check'), close: true };
     }
     if (this.config.pubkeyAllowlist) {
       const allowed = await this.moderation.isAllowlisted(conn.communityId, pubkey).catch(() => false);
-      if (!allowed) return { outcome: 'allowlist_denied', message: 'auth-required: verification failed', close: false };
+      if (!allowed) return { outcome: 'allowlist_denied', refusal: AUTH_REFUSALS.verificationFailed(), close: false };
     }
     if (this.config.requireRelayMembership) {
       let member: boolean;
@@ -167,9 +161,9 @@ export class AuthHandler {
         // Admit "via owner": the agent is not a member, its proved owner is.
         if (!member && owner !== undefined && this.config.allowNipOaAuth) member = await this.moderation.isRelayMember(conn.communityId, owner);
       } catch {
-        return { outcome: 'relay_membership_check_error', message: 'restricted: not a relay member', close: false };
+        return { outcome: 'relay_membership_check_error', refusal: AUTH_REFUSALS.notRelayMember, close: false };
       }
-      if (!member) return { outcome: 'not_relay_member', message: 'restricted: not a relay member', close: false };
+      if (!member) return { outcome: 'not_relay_member', refusal: AUTH_REFUSALS.notRelayMember, close: false };
     }
     return undefined;
   }

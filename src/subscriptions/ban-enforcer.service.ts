@@ -22,6 +22,7 @@ import { BanNotices } from '../moderation/ban-notices.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { RelayConnection } from './relay-connection.js';
+import { closedFrame } from './ws-reasons.js';
 
 /** Most (community, pubkey) pairs one sweep statement reads. */
 export const SWEEP_CHUNK = 1000;
@@ -65,7 +66,7 @@ export class BanEnforcer implements OnModuleInit, OnModuleDestroy {
   revoke(conn: RelayConnection): void {
     if (conn.isCancelled) return;
     for (const [subId, sub] of [...conn.subscriptions]) {
-      if (conn.retireIfOwner(subId, sub.token)) conn.send(['CLOSED', subId, BAN_REFUSALS.banned.wire]);
+      if (conn.retireIfOwner(subId, sub.token)) conn.send(closedFrame(subId, BAN_REFUSALS.banned));
     }
     conn.log.info({ connId: conn.id }, 'connection revoked: pubkey banned');
     conn.cancel(1008, 'access revoked');

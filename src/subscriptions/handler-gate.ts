@@ -3,17 +3,14 @@ import { shareOf } from '@buzz-relay/read-path/internal';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/config.tokens.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-
-/** The budget was full (relay.md §2.4). */
-export const TOO_MANY_CONCURRENT = 'rate-limited: too many concurrent requests';
-/** The key already ran its share of the budget (BUZZ_KEY_SHARE_PERCENT). */
-export const TOO_MANY_CONCURRENT_FOR_KEY = 'rate-limited: too many concurrent requests for this key';
+import type { Refusal } from '../nostr/refusal.js';
+import { WS_REFUSALS } from './ws.refusals.js';
 
 export type HandlerOutcome<T> = { admitted: true; value: T } | { admitted: false; refusal: 'share' | 'capacity' };
 
-/** The CLOSED / OK reason of a handler the gate did not admit. */
-export function handlerRefusalReason(refusal: 'share' | 'capacity'): string {
-  return refusal === 'share' ? TOO_MANY_CONCURRENT_FOR_KEY : TOO_MANY_CONCURRENT;
+/** The CLOSED / OK refusal of a handler the gate did not admit. */
+export function handlerRefusal(refusal: 'share' | 'capacity'): Refusal {
+  return refusal === 'share' ? WS_REFUSALS.tooManyConcurrentForKey : WS_REFUSALS.tooManyConcurrent;
 }
 
 /** A REQ that finds the budget full waits this long for a slot before it is refused. */

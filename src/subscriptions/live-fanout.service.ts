@@ -155,7 +155,7 @@ export class LiveFanout implements OnModuleDestroy {
         for (const [subId, sub] of held) {
           if (!conn.retireIfOwner(subId, sub.token)) continue;
           this.metrics.channelEvictions.inc();
-          if (conn.sendClosed(subId, CHANNEL_ACCESS_REFUSALS.notChannelMember.wire) !== 'sent') return;
+          if (conn.sendClosed(subId, CHANNEL_ACCESS_REFUSALS.notChannelMember) !== 'sent') return;
         }
       });
     }

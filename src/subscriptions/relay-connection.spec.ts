@@ -3,7 +3,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { communityWide } from '../events/read-scope.js';
 import { OutputBudget } from './output-budget.js';
-import { OutputEvents, RelayConnection, SLOW_CONSUMER, TERMINAL_RESERVE_BYTES } from './relay-connection.js';
+import { OutputEvents, RelayConnection, TERMINAL_RESERVE_BYTES } from './relay-connection.js';
+import { WS_REFUSALS } from './ws.refusals.js';
 
 const log = { debug: () => undefined } as never;
 const quiet: OutputEvents = { slowClientDisconnected: () => undefined, subscriptionShed: () => undefined };
@@ -155,7 +156,7 @@ describe('RelayConnection output budget', () => {
     expect(a.conn.hasOutputRoom()).toBe(false);
     const token = a.conn.claim('s', filters, scope)!;
     a.conn.shedSubscription('s', token);
-    expect(a.sent.at(-1)).toBe(JSON.stringify(['CLOSED', 's', SLOW_CONSUMER]));
+    expect(a.sent.at(-1)).toBe(JSON.stringify(['CLOSED', 's', 'error: slow consumer: output buffer full']));
     expect(a.shed).toHaveLength(1);
     expect(a.conn.subscriptions.has('s')).toBe(false);
     expect(a.conn.isCancelled).toBe(false);
@@ -165,7 +166,7 @@ describe('RelayConnection output budget', () => {
     const budget = new OutputBudget(1 << 20);
     const a = stalled(budget, 1000);
     a.conn.sendRaw(frameOf(1000 + TERMINAL_RESERVE_BYTES));
-    expect(a.conn.sendClosed('s', 'error: x')).toBe('full');
+    expect(a.conn.sendClosed('s', WS_REFUSALS.internalError)).toBe('full');
     expect(a.cut).toHaveLength(1);
     expect(a.closes).toEqual([[1008, 'slow consumer: output buffer full']]);
     expect(a.conn.isCancelled).toBe(true);

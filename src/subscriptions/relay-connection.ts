@@ -16,6 +16,9 @@ import { AuthHold } from './auth-hold.js';
 import { HistoryOverlap } from './history-overlap.js';
 import { OutputBudget, OutputHolder } from './output-budget.js';
 import type { MemoryPool, MemoryRefusal } from '../memory/memory-budget.js';
+import type { Refusal } from '../nostr/refusal.js';
+import { closedFrame } from './ws-reasons.js';
+import { WS_REFUSALS } from './ws.refusals.js';
 
 /**
  * What a subscription's filters take on the heap while it is open, estimated from their JSON:
@@ -55,12 +58,10 @@ export interface ConnectionLimits {
 export interface OutputEvents {
   /** The client is being disconnected for its output (grace exhausted, or cut off by the process budget). */
   slowClientDisconnected(conn: RelayConnection): void;
-  /** A subscription was ended with SLOW_CONSUMER because its output did not fit. */
+  /** A subscription was ended (WS_REFUSALS.slowConsumer) because its output did not fit. */
   subscriptionShed(conn: RelayConnection): void;
 }
 
-/** The CLOSED reason of a subscription whose output did not fit in the budget. */
-export const SLOW_CONSUMER = 'error: slow consumer: output buffer full';
 /** Close code and reason of a client disconnected for its output. */
 export const SLOW_CONSUMER_CLOSE_CODE = 1008;
 export const SLOW_CONSUMER_CLOSE_REASON = 'slow consumer: output buffer full';
@@ -153,8 +154,8 @@ export class RelayConnection implements OutputHolder {
    * Queues a subscription's terminal CLOSED. It may use TERMINAL_RESERVE_BYTES past the
    * budgets; a client with no room even for that is disconnected ('full' is returned).
    */
-  sendClosed(subId: string, reason: string): SendResult {
-    const result = this.enqueue(JSON.stringify(['CLOSED', subId, reason]), true);
+  sendClosed(subId: string, refusal?: Refusal): SendResult {
+    const result = this.enqueue(JSON.stringify(closedFrame(subId, refusal)), true);
     if (result === 'full') this.disconnectSlow();
     return result;
   }
@@ -203,14 +204,14 @@ export class RelayConnection implements OutputHolder {
 
   /**
    * Ends a subscription whose output did not fit: retired (if `token` still owns it),
-   * then `CLOSED SLOW_CONSUMER`. Without a token, whatever holds the id is retired.
+   * then `CLOSED` with WS_REFUSALS.slowConsumer. Without a token, whatever holds the id is retired.
    */
   shedSubscription(subId: string, token?: number): void {
     if (token === undefined) this.retire(subId);
     else if (!this.retireIfOwner(subId, token)) return;
     if (this.isCancelled) return;
     this.output.subscriptionShed(this);
-    this.sendClosed(subId, SLOW_CONSUMER);
+    this.sendClosed(subId, WS_REFUSALS.slowConsumer);
   }
 
   /**

@@ -6,7 +6,7 @@ import type { TenancyService } from '../tenancy/tenancy.service.js';
 import { TENANT_LOOKUP_FAILED_MESSAGE, UNKNOWN_HOST_MESSAGE } from '../tenancy/tenancy.service.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
-import { addressLimitMessage, RELAY_FULL_MESSAGE, RelayWsAdapter, tenantOf, ticketOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
+import { RELAY_FULL_MESSAGE, RelayWsAdapter, tenantOf, ticketOf, UpgradeRefusal, UPGRADES_BUSY_MESSAGE } from './relay-ws.adapter.js';
 
 /** Resolves `chat.example` to a live community, `down.example` to a failed lookup and every other host to `unknown_host`, without a database. */
 const tenancy = {
@@ -132,7 +132,7 @@ describe('RelayWsAdapter upgrade admission', () => {
     const full = upgrade('chat.example', undefined, '198.51.100.9');
     await a.admitUpgrade(overAddress.req, overAddress.done);
     await a.admitUpgrade(full.req, full.done);
-    expect(overAddress.answers).toEqual([[false, 429, addressLimitMessage(2), { 'Content-Type': 'text/plain', 'Retry-After': '10' }]]);
+    expect(overAddress.answers).toEqual([[false, 429, 'rate-limited: too many connections from this address (limit 2), retry later', { 'Content-Type': 'text/plain', 'Retry-After': '10' }]]);
     expect(full.answers).toEqual([[false, 503, RELAY_FULL_MESSAGE, { 'Content-Type': 'text/plain', 'Retry-After': '5' }]]);
     expect(refusals).toEqual(['ip_limit', 'capacity']);
     admitted[0].req.socket.emit('close');

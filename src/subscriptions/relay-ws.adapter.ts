@@ -28,6 +28,7 @@ import { INVALID_HOST_MESSAGE, TENANT_LOOKUP_FAILED_MESSAGE, TenancyService, UNK
 import { hostHeader } from '../common/host.js';
 import { ConnectionAdmission, ConnectionTicket } from './connection-admission.service.js';
 import { OutputTurns } from './output-turns.js';
+import { WS_REFUSALS } from './ws.refusals.js';
 
 export interface BoundTenant {
   readonly community: Community;
@@ -52,9 +53,6 @@ type VerifyCallback = (result: boolean, code?: number, message?: string, headers
 
 export const UPGRADES_BUSY_MESSAGE = 'relay is busy: too many connections opening, retry later';
 export const RELAY_FULL_MESSAGE = 'relay is full: too many connections, retry later';
-export function addressLimitMessage(limit: number): string {
-  return `rate-limited: too many connections from this address (limit ${limit}), retry later`;
-}
 const PLAIN_TEXT = { 'Content-Type': 'text/plain' };
 /** Seconds a refused client is asked to wait: an address over its limit, and a full pod. */
 export const RETRY_AFTER_ADDRESS_SECS = 10;
@@ -132,7 +130,7 @@ export class RelayWsAdapter extends WsAdapter {
     if (connections === undefined) return true;
     const ticket = connections.admit(connections.addressOf(req));
     if (ticket === 'ip_limit') {
-      this.refuse(done, 'ip_limit', 429, addressLimitMessage(this.options.maxConnectionsPerIp ?? 0), RETRY_AFTER_ADDRESS_SECS);
+      this.refuse(done, 'ip_limit', 429, WS_REFUSALS.connectionsFromAddress(this.options.maxConnectionsPerIp ?? 0).wire, RETRY_AFTER_ADDRESS_SECS);
       return false;
     }
     if (ticket === 'capacity') {

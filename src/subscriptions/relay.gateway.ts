@@ -16,6 +16,7 @@ import { MemoryBudget } from '../memory/memory-budget.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { HeldMessage } from './auth-hold.js';
 import { AuthHandler } from './auth.handler.js';
+import { AUTH_REFUSALS } from './auth.refusals.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
 import { EventHandler } from './event.handler.js';
 import { InputPacing } from './input-pacing.js';
@@ -25,6 +26,8 @@ import { PreAuthInput } from './preauth-input.js';
 import { OutputEvents, RelayConnection } from './relay-connection.js';
 import { ReqHandler } from './req.handler.js';
 import { tenantOf, ticketOf } from './relay-ws.adapter.js';
+import { closedFrame, noticeFrame } from './ws-reasons.js';
+import { WS_REFUSALS } from './ws.refusals.js';
 
 export const PING_INTERVAL_MS = 30_000;
 export const MAX_MISSED_PONGS = 3;
@@ -35,9 +38,8 @@ export const AUTH_DEADLINE_MS = 5_000;
  * the same timer run, and do not all reconnect, and upgrade, in the same instant.
  */
 export const AUTH_DEADLINE_SPREAD_MS = 1_000;
-/** The close of a connection not authenticated by the AUTH deadline: a client learns why it was dropped. */
+/** The close of a connection not authenticated by the AUTH deadline (AUTH_REFUSALS.deadline): a client learns why it was dropped. */
 export const AUTH_TIMEOUT_CLOSE_CODE = 1008;
-export const AUTH_TIMEOUT_CLOSE_REASON = 'auth-required: not authenticated within 5 s';
 
 @WebSocketGateway()
 export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
@@ -138,14 +140,14 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     if (conn.authState === 'authenticated' || conn.isCancelled) return;
     if (conn.authState === 'pending' && conn.authFramesInFlight > 0) {
       void conn.pendingAuth?.then(() => {
-        if (conn.authState !== 'authenticated') conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_TIMEOUT_CLOSE_REASON);
+        if (conn.authState !== 'authenticated') conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_REFUSALS.deadline.wire);
       });
       return;
     }
     this.metrics.wsAuthTimeouts.inc();
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
     this.endHold(conn, true);
-    conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_TIMEOUT_CLOSE_REASON);
+    conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_REFUSALS.deadline.wire);
   }
 
   /**
@@ -163,7 +165,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
     const max = this.config.limits.maxFrameBytes;
     if (buf.length > max) {
-      conn.send(['NOTICE', `error: ${isBinary ? 'binary frame' : 'frame'} too large (${buf.length} bytes, limit ${max})`]);
+      conn.send(noticeFrame(WS_REFUSALS.frameTooLarge(isBinary, buf.length, max)));
       conn.cancel(1009, 'frame too large');
       return;
     }
@@ -201,7 +203,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
         // id, so the client learns which subscription failed and none is left half-replaced.
         if (msg.subId !== undefined) {
           conn.retire(msg.subId);
-          conn.send(['CLOSED', msg.subId, `invalid: ${msg.error}`]);
+          conn.send(closedFrame(msg.subId, WS_REFUSALS.badMessage(msg.error)));
         }
         return;
       case 'EVENT':

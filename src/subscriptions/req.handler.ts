@@ -17,18 +17,21 @@ import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { effectiveLimit, matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
-import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
+import { CountService, CountTooBroadError } from '../events/count.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../events/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { BanEnforcer } from './ban-enforcer.service.js';
-import { HandlerGate, handlerRefusalReason } from './handler-gate.js';
+import { AUTH_REFUSALS } from './auth.refusals.js';
+import { HandlerGate, handlerRefusal } from './handler-gate.js';
 import { pageTarget, sendPageEose, sendPageTurn } from './history-page.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayConnection } from './relay-connection.js';
-import { closedReason } from './ws-reasons.js';
+import { closedFrame, closedReason, noticeFrame } from './ws-reasons.js';
+import { WS_REFUSALS } from './ws.refusals.js';
+import type { Refusal } from '../nostr/refusal.js';
 
 export const MAX_SUBSCRIPTIONS = 1024;
 export const SEARCH_PAGE_SIZE = 100;
@@ -61,14 +64,14 @@ export class ReqHandler {
     await conn.pendingAuth;
     if (conn.authState !== 'authenticated') return this.refuseUnauthenticated(conn, 'REQ', subId);
     if (!conn.subscriptions.has(subId) && conn.subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      conn.send(['CLOSED', subId, 'error: too many subscriptions']);
+      conn.send(closedFrame(subId, WS_REFUSALS.tooManySubscriptions));
       return;
     }
     const scope = await this.admit(conn, subId, filters, 'REQ');
     if (!scope) return;
     if (filters.some((f) => f.search !== undefined)) {
       if (!filters.every((f) => f.search !== undefined)) {
-        conn.send(['CLOSED', subId, 'error: mixed search and non-search filters not supported']);
+        conn.send(closedFrame(subId, WS_REFUSALS.mixedSearch));
         return;
       }
       const searchBytes = this.reserveFilters(conn, subId, filters);
@@ -76,7 +79,7 @@ export class ReqHandler {
       const searchToken = conn.claim(subId, filters, scope, false, reqSeq, searchBytes);
       if (searchToken === undefined) return;
       const ran = await this.gate.runRead(() => this.streamSearch(conn, subId, searchToken, filters, scope), conn.pubkey, 'wait');
-      if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, handlerRefusalReason(ran.refusal));
+      if (!ran.admitted) this.closeIfOwner(conn, subId, searchToken, handlerRefusal(ran.refusal));
       return;
     }
     const filterBytes = this.reserveFilters(conn, subId, filters);
@@ -84,7 +87,7 @@ export class ReqHandler {
     const token = conn.claim(subId, filters, scope, true, reqSeq, filterBytes);
     if (token === undefined) return;
     const run = await this.gate.runRead(() => this.streamHistory(conn, subId, token, filters, scope), conn.pubkey, 'wait');
-    if (!run.admitted) this.closeIfOwner(conn, subId, token, handlerRefusalReason(run.refusal));
+    if (!run.admitted) this.closeIfOwner(conn, subId, token, handlerRefusal(run.refusal));
   }
 
   async handleCount(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
@@ -94,28 +97,28 @@ export class ReqHandler {
     if (!scope) return;
     try {
       const run = await this.gate.runRead(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }), conn.pubkey);
-      if (!run.admitted) conn.send(['CLOSED', subId, handlerRefusalReason(run.refusal)]);
+      if (!run.admitted) conn.send(closedFrame(subId, handlerRefusal(run.refusal)));
       else conn.send(['COUNT', subId, { count: run.value }]);
     } catch (err) {
       if (err instanceof CountTooBroadError) {
-        conn.send(['CLOSED', subId, `restricted: ${COUNT_TOO_BROAD_MESSAGE}`]);
+        conn.send(closedFrame(subId, WS_REFUSALS.countTooBroad));
         return;
       }
       logReadFailure(conn, { connId: conn.id, err }, 'COUNT query failed');
-      conn.send(['CLOSED', subId, closedReason(err)]);
+      conn.send(closedFrame(subId, closedReason(err)));
     }
   }
 
   /** The answer to a REQ or COUNT from a connection that is not authenticated. */
   refuseUnauthenticated(conn: RelayConnection, verb: 'REQ' | 'COUNT', subId: string): void {
-    if (verb === 'REQ') conn.send(['NOTICE', 'auth-required: authenticate before subscribing']);
-    conn.send(['CLOSED', subId, 'auth-required: not authenticated']);
+    if (verb === 'REQ') conn.send(noticeFrame(AUTH_REFUSALS.authenticateFirst));
+    conn.send(closedFrame(subId, AUTH_REFUSALS.notAuthenticated));
   }
 
   /** Retires whatever holds the id, even an unknown one, then acknowledges. */
   handleClose(conn: RelayConnection, subId: string): void {
     conn.retire(subId);
-    conn.sendClosed(subId, '');
+    conn.sendClosed(subId);
   }
 
   /**
@@ -126,16 +129,16 @@ export class ReqHandler {
     if (await this.refusedForBan(conn, subId)) return undefined;
     const quota = await this.limits.ws(conn.communityId, conn.pubkey!, verb);
     if (!quota.allowed) {
-      conn.send(['CLOSED', subId, quota.reason.wire]);
+      conn.send(closedFrame(subId, quota.reason));
       return undefined;
     }
     try {
       const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, verb === 'REQ' ? 'req' : 'count');
       if (decision.ok) return decision.scope;
-      conn.send(['CLOSED', subId, decision.reason.wire]);
+      conn.send(closedFrame(subId, decision.reason));
     } catch (err) {
       conn.log.warn({ connId: conn.id, err }, 'channel access lookup failed');
-      conn.send(['CLOSED', subId, closedReason(err, 'admission')]);
+      conn.send(closedFrame(subId, closedReason(err, 'admission')));
     }
     return undefined;
   }
@@ -148,7 +151,7 @@ export class ReqHandler {
   private reserveFilters(conn: RelayConnection, subId: string, filters: NostrFilter[]): number | undefined {
     const reserved = conn.reserveFilters(filters);
     if (typeof reserved === 'number') return reserved;
-    conn.send(['CLOSED', subId, (reserved === 'key' ? MEMORY_REFUSALS.filterShare : MEMORY_REFUSALS.poolFull).wire]);
+    conn.send(closedFrame(subId, reserved === 'key' ? MEMORY_REFUSALS.filterShare : MEMORY_REFUSALS.poolFull));
     return undefined;
   }
 
@@ -164,11 +167,11 @@ export class ReqHandler {
       banned = await this.bans.isBannedForRead(conn.communityId, conn.pubkey!, conn.nipOaOwner);
     } catch (err) {
       conn.log.warn({ connId: conn.id, err }, 'ban check failed');
-      conn.send(['CLOSED', subId, closedReason(err, 'admission')]);
+      conn.send(closedFrame(subId, closedReason(err, 'admission')));
       return true;
     }
     if (!banned) return false;
-    if (!conn.subscriptions.has(subId)) conn.send(['CLOSED', subId, BAN_REFUSALS.banned.wire]);
+    if (!conn.subscriptions.has(subId)) conn.send(closedFrame(subId, BAN_REFUSALS.banned));
     this.enforcer.revoke(conn);
     return true;
   }
@@ -254,9 +257,9 @@ export class ReqHandler {
    * disconnects the client (sendClosed) rather than leave a subscription that
    * will never receive fan-out.
    */
-  private closeIfOwner(conn: RelayConnection, subId: string, token: number, reason: string): void {
+  private closeIfOwner(conn: RelayConnection, subId: string, token: number, refusal: Refusal): void {
     if (!conn.retireIfOwner(subId, token)) return;
-    conn.sendClosed(subId, reason);
+    conn.sendClosed(subId, refusal);
   }
 }
 

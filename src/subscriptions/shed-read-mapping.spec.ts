@@ -33,7 +33,7 @@ describe('unavailable_database_maps_to_retryable_503', () => {
 
   it.each(unavailable)('%s → 503 database unavailable / CLOSED error: database error', (_what, err) => {
     expect(http(err)).toEqual([503, { error: 'database unavailable' }]);
-    expect(closedReason(toDatabaseError(err))).toBe('error: database error');
+    expect(closedReason(toDatabaseError(err)).wire).toBe('error: database error');
   });
 
   it('a statement deadline stays the terminal 503, other errors stay 500', () => {

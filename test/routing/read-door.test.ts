@@ -137,7 +137,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
     expect((err as QueryTimedOutError).code).toBe('57014');
     expect(delta(r0, await routeDecisions())).toEqual({ 'req_historical/replica/statement_cancelled': 1 });
     expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'query timed out' } });
-    expect(closedReason(err)).toBe('error: query timed out');
+    expect(closedReason(err).wire).toBe('error: query timed out');
   });
 
   it('a saturated reader: HistoryReadRejectedError, 503 database unavailable, CLOSED error: database error', async () => {
@@ -154,7 +154,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
       expect((err as HistoryReadRejectedError).reason).toBe('reader_acquire_timeout');
       expect(delta(r0, await routeDecisions())).toEqual({ 'req_historical/rejected/reader_acquire_timeout': 1 });
       expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'database unavailable' }, retryAfterSecs: 1 });
-      expect(closedReason(err)).toBe('error: database error');
+      expect(closedReason(err).wire).toBe('error: database error');
     } finally {
       for (const c of held) c.release();
     }
@@ -174,7 +174,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
       );
       expect(err).toBeInstanceOf(DatabaseUnavailableError);
       expect(databaseErrorAnswer(err)).toEqual({ status: 503, body: { error: 'database unavailable' }, retryAfterSecs: 1 });
-      expect(closedReason(err)).toBe('error: database error');
+      expect(closedReason(err).wire).toBe('error: database error');
     } finally {
       await db.cluster.heal();
       await db.waitForReplica(20_000);
