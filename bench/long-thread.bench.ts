@@ -40,7 +40,7 @@ import { AUX_KINDS } from '../src/bridge/bridge-query.service.js';
 import { BridgeReadsRepository } from '../src/bridge/bridge-reads.repository.js';
 import { DB } from '@buzz-relay/read-path';
 import { EventWriteRepository } from '../src/events/event-write.repository.js';
-import { ReadScope } from '../src/events/read-scope.js';
+import { ReadScope } from '../src/channels/read-scope.js';
 import { StoredEventInput } from '../src/events/stored-event.js';
 import { BenchConnection, toPublishItems } from './lib/bench-connection.js';
 import { BenchEnv, logLine, quietPool, round, startBenchEnv, summarize, runBench } from './lib/bench-env.js';

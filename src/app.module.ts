@@ -8,7 +8,7 @@ import { ConfigModule } from './config/config.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RateLimitModule } from './ratelimit/rate-limit.module.js';
-import { ScaleOutModule } from './redis/scale-out.module.js';
+import { ScaleOutModule } from './scale-out/scale-out.module.js';
 import { relayDatabaseModules } from './relay-database.modules.js';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module.js';
 import { TenancyModule } from './tenancy/tenancy.module.js';

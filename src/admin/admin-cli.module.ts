@@ -3,7 +3,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
-import { ScaleOutModule } from '../redis/scale-out.module.js';
+import { ScaleOutModule } from '../scale-out/scale-out.module.js';
 import { relayDatabaseModules } from '../relay-database.modules.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 

@@ -43,9 +43,9 @@ async function main(argv: readonly string[]): Promise<number> {
   await import('reflect-metadata');
   const [{ NestFactory }, { Rejection }, { RedisService }, { RevocationBridge }, { AdminCliModule }, { runCommand }] = await Promise.all([
     import('@nestjs/core'),
-    import('../events/rejection.js'),
+    import('../nostr/refusal.js'),
     import('../redis/redis.service.js'),
-    import('../redis/revocation-bridge.service.js'),
+    import('../scale-out/revocation-bridge.service.js'),
     import('./admin-cli.module.js'),
     import('./admin-commands.js'),
   ]);

@@ -15,7 +15,7 @@ import { RelaySigner } from '../common/relay-signer.js';
 import { EventQueryService, HISTORY_PAGE_LEASE_BYTES } from '../events/event-query.service.js';
 import { matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { fromChannelCursor } from '@buzz-relay/read-path/internal';
 import { CommunityRepository } from '../tenancy/community.repository.js';

@@ -7,7 +7,7 @@ import { Injectable } from '@nestjs/common';
 import { Kysely, RawBuilder, sql } from 'kysely';
 import { NostrEvent } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
 import { isEventRefId, referencingCtes } from '../events/event-read.queries.js';
 import { E_TAG_DEADLINE_MS, withStatementDeadline } from '@buzz-relay/read-path/internal';

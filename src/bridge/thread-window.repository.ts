@@ -10,7 +10,7 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { isEventRefId, referencingCtes } from '../events/event-read.queries.js';
 import { EVENT_COLUMNS, scopeSql } from '../events/event-sql.js';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { EventRow, rowToEvent } from '../events/stored-event.js';
 import { visibilitySql } from '../events/visibility.js';
 

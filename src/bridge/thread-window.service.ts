@@ -23,7 +23,7 @@ import { HttpError } from '../common/http-error.js';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DatabaseMetrics, DB, LockTimedOutError, OwnWordingFailure, RoutedReader } from '@buzz-relay/read-path';
 import { datastoreSpan, fromChannelCursor, histogram, withStatementDeadline } from '@buzz-relay/read-path/internal';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS, ThreadParams, ThreadWindowRequest } from './bridge-params.js';
 import type { BridgeReader } from './bridge-query.service.js';

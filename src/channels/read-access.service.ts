@@ -7,7 +7,7 @@
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { AUTHOR_ONLY_KINDS, P_GATED_KINDS, RESULT_GATED_KINDS } from '../nostr/kinds.js';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from './read-scope.js';
 import { ChannelAccessService } from './channel-access.service.js';
 import { channelIdsOf } from '../nostr/group-id.js';
 import { Refusal } from '../nostr/refusal.js';

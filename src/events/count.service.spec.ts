@@ -2,7 +2,7 @@ import { CountService } from './count.service.js';
 import { FILTER_QUERY_CONCURRENCY, type EventQueryService } from './event-query.service.js';
 import type { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import type { SearchRepository } from './search.repository.js';
-import { communityWide } from './read-scope.js';
+import { communityWide } from '../channels/read-scope.js';
 import type { NostrFilter } from '../nostr/nostr.types.js';
 
 /** A query service whose counts the test settles one by one, recording how many ran at once. */

@@ -18,7 +18,7 @@ import { NostrFilter } from '../nostr/nostr.types.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { EventQueryService, FILTER_QUERY_CONCURRENCY, HistoryContext } from './event-query.service.js';
 import { matchesNothing } from '../nostr/filter.js';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { SearchRepository } from './search.repository.js';
 
 /** Candidate rows a fallback count may read (relay.md §2.10: "up to 5,001", more is refused). */

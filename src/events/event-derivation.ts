@@ -7,6 +7,7 @@ import { channelIdOf } from '../nostr/group-id.js';
 import { EVENT_REFUSALS } from '../nostr/event.refusals.js';
 import { Refusal } from '../nostr/refusal.js';
 import { INGEST_REFUSALS } from './ingest.refusals.js';
+import { deletionTarget } from '../nostr/deletion-target.js';
 import { GLOBAL_ONLY_KINDS, KIND, NIP29_COMMAND_KINDS, REQUIRES_CHANNEL_KINDS } from '../nostr/kinds.js';
 import { isHex64 } from '../nostr/hex.js';
 
@@ -85,21 +86,5 @@ export function lastHexTag(event: NostrEvent, name: string): string | undefined 
     if (t[0] === name && isHex64(t[1])) return t[1];
   }
   return undefined;
-}
-
-export type DeletionTarget =
-  | { ok: true; id: string; coordinate?: undefined }
-  | { ok: true; id?: undefined; coordinate: { kind: number; pubkey: string; d: string } }
-  | { ok: false; reason: Refusal };
-
-/** Kind 5 and 9005 (relay.md §1.3, §5.2 step 12): exactly one `e` or `a` tag, well formed. */
-export function deletionTarget(ev: NostrEvent): DeletionTarget {
-  const targets = ev.tags.filter((t) => t[0] === 'e' || t[0] === 'a');
-  if (targets.length !== 1) return { ok: false, reason: INGEST_REFUSALS.deletionTargets(targets.length) };
-  const [name, value] = targets[0];
-  if (name === 'e') return isHex64(value) ? { ok: true, id: value } : { ok: false, reason: INGEST_REFUSALS.deletionEventId };
-  const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(value ?? '');
-  if (!m) return { ok: false, reason: INGEST_REFUSALS.deletionCoordinate };
-  return { ok: true, coordinate: { kind: Number(m[1]), pubkey: m[2], d: m[3] } };
 }
 

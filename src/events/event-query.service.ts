@@ -21,7 +21,7 @@ import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from '../nostr/filter.js';
 import { HistoryFlights } from './history-flights.js';
 import { isAddressable, VISIBILITY_GATED_KINDS } from '../nostr/kinds.js';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
 import { eventHeapBytes, HEAP_BYTES_PER_TEXT_BYTE } from './stored-event.js';
 

@@ -1,6 +1,6 @@
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { allStatementsGeneric, hasValueIndependentPlan } from './event-read.queries.js';
-import { communityWide, ReadScope } from './read-scope.js';
+import { communityWide, ReadScope } from '../channels/read-scope.js';
 
 const f = (parts: Partial<NostrFilter>): NostrFilter => ({ tags: {}, extensions: {}, ...parts });
 const pk = 'ab'.repeat(32);

@@ -12,7 +12,7 @@ import { isHex64 } from '../nostr/hex.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { GENERIC_PLAN } from '@buzz-relay/read-path/internal';
 import { asKysely, checkedBound, compileSql, sqlText, EVENT_COLUMN_LIST_TAGS_TEXT, EVENT_COLUMNS, frag, joinFragments, scopeFragment, SqlFragment } from './event-sql.js';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { EventRow, PAGE_ROW_FIXED_BYTES } from './stored-event.js';
 import { visibilityFragment } from './visibility.js';
 

@@ -10,7 +10,7 @@ import { CompiledQuery, Kysely, RawBuilder } from 'kysely';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
 import { byteCapped, byteCappedETagPage, eTagPage, filterConditions, filterPredicate, hasETags, hasValueIndependentPlan, PageStatement, pageStatement, recentFloor, referencingCount } from './event-read.queries.js';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { EventRow, EventTextRow, rowToEvent, StoredEvent } from './stored-event.js';
 import { E_TAG_DEADLINE_MS, GENERIC_PLAN, withStatementDeadline } from '@buzz-relay/read-path/internal';
 

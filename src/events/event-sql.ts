@@ -1,5 +1,5 @@
 import { RawBuilder, sql } from 'kysely';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 
 /**
  * The wire columns of an `events` row aliased `e`: ids, pubkey and signature as lowercase hex

@@ -11,7 +11,7 @@ import { DatabaseService } from '@buzz-relay/read-path';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
 import { kindShapeError, kindTargetError, kindTargetOf } from './kind-validators.js';
-import { reject } from './rejection.js';
+import { reject } from '../nostr/refusal.js';
 import { INGEST_REFUSALS } from './ingest.refusals.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { CHANNEL_ACCESS_REFUSALS } from '../channels/channel-access.refusals.js';

@@ -30,9 +30,6 @@ export const INGEST_REFUSALS = {
   // The channel and the references (event-derivation.ts).
   reactionWithoutTarget: new Refusal('invalid', 'reaction must reference a target event via e tag'),
   channelTagMissing: new Refusal('invalid', 'channel-scoped events must include an h tag'),
-  deletionTargets: (got: number) => new Refusal('invalid', `deletion must have exactly one e or a target (got ${got})`),
-  deletionEventId: new Refusal('invalid', 'deletion e tag must be a 64-hex event id'),
-  deletionCoordinate: new Refusal('invalid', 'deletion a tag must be <kind>:<pubkey>:<d>'),
   channelArchived: new Refusal('invalid', 'channel is archived'),
   reactionContextRefs: (max: number) => new Refusal('invalid', `a reaction may name at most ${max} events besides its target`),
   threadParentElsewhere: new Refusal('invalid', 'thread parent is in another channel'),

@@ -1,17 +1,4 @@
-import { Refusal, RefusalCode } from '../nostr/refusal.js';
-
-/** An ingest refusal, thrown by a gate or a command: answered `["OK", id, false, refusal.wire]`. */
-export class Rejection extends Error {
-  constructor(readonly refusal: Refusal) {
-    super(refusal.wire);
-    this.name = 'Rejection';
-  }
-}
-
-/** Refuses the event being ingested, with a refusal of its feature's catalogue. */
-export function reject(refusal: Refusal): never {
-  throw new Rejection(refusal);
-}
+import type { RefusalCode } from '../nostr/refusal.js';
 
 /** The `reason` label of `buzz_events_rejected_total` for a refusal's code. */
 export function rejectionLabel(code: RefusalCode): 'auth' | 'invalid' | 'scope' | 'error' {

@@ -9,7 +9,7 @@ import { DB } from '@buzz-relay/read-path';
 import { channelIdsOf } from '../nostr/group-id.js';
 import { filterPredicate } from './event-read.queries.js';
 import { EVENT_COLUMNS, scopeSql } from './event-sql.js';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { visibilitySql } from './visibility.js';
 import { EventRow, rowToEvent } from './stored-event.js';
 

@@ -10,7 +10,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import type { RoutePath } from '@buzz-relay/read-path';
 import { BOUNDED, RoutedReader } from '@buzz-relay/read-path';
-import { ReadScope } from './read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { SearchGate } from './search-gate.js';
 import { SearchRepository } from './search.repository.js';
 

@@ -1,6 +1,6 @@
 /**
- * The refusals of an event's shape and limits (event-validation.ts) and of its group id
- * (group-id.ts): all `invalid`, each decided before the relay looks anything up.
+ * The refusals of an event's shape and limits (event-validation.ts), of its group id
+ * (group-id.ts) and of a deletion's target (deletion-target.ts): all `invalid`, each decided before the relay looks anything up.
  */
 import { Refusal } from './refusal.js';
 
@@ -24,4 +24,8 @@ export const EVENT_REFUSALS = {
   unstorableTag: (i: number, j: number, found: string) => new Refusal('invalid', `tags[${i}][${j}] contains ${found}, which the relay cannot store`),
   /** An `h` tag that is neither a UUID nor a NIP-29 group id. */
   badGroupId: new Refusal('invalid', 'group id (h tag) must be a UUID or 1 to 64 letters, digits, - and _'),
+  /** A deletion (kinds 5 and 9005) names exactly one target, well formed (deletion-target.ts). */
+  deletionTargets: (got: number) => new Refusal('invalid', `deletion must have exactly one e or a target (got ${got})`),
+  deletionEventId: new Refusal('invalid', 'deletion e tag must be a 64-hex event id'),
+  deletionCoordinate: new Refusal('invalid', 'deletion a tag must be <kind>:<pubkey>:<d>'),
 } as const;

@@ -40,3 +40,16 @@ export function parseRefusal(reason: string): Refusal | undefined {
   if (colon < 0 || !CODES.has(code)) return undefined;
   return new Refusal(code as RefusalCode, reason.slice(reason[colon + 1] === ' ' ? colon + 2 : colon + 1));
 }
+
+/** An ingest refusal, thrown by a gate or a command: answered `["OK", id, false, refusal.wire]`. */
+export class Rejection extends Error {
+  constructor(readonly refusal: Refusal) {
+    super(refusal.wire);
+    this.name = 'Rejection';
+  }
+}
+
+/** Refuses the event being ingested, with a refusal of its feature's catalogue. */
+export function reject(refusal: Refusal): never {
+  throw new Rejection(refusal);
+}

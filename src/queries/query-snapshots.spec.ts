@@ -15,7 +15,7 @@ import { BridgeReadsRepository } from '../bridge/bridge-reads.repository.js';
 import { EventReadRepository } from '../events/event-read.repository.js';
 import { parseFilter } from '../nostr/filter.js';
 import { EventWriteRepository } from '../events/event-write.repository.js';
-import type { ReadScope } from '../events/read-scope.js';
+import type { ReadScope } from '../channels/read-scope.js';
 import type { StoredEventInput } from '../events/stored-event.js';
 import { threadSummaries } from '../threads/thread-summaries.js';
 import { recordingKysely } from '../../test/harness/recording-kysely.js';

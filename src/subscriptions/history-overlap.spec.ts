@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { WebSocket } from 'ws';
 import { EventBus } from '../events/event-bus.js';
-import { communityWide } from '../events/read-scope.js';
+import { communityWide } from '../channels/read-scope.js';
 import { StoredEvent } from '../events/stored-event.js';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { HistoryOverlap } from './history-overlap.js';

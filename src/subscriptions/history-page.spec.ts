@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import { communityWide } from '../events/read-scope.js';
+import { communityWide } from '../channels/read-scope.js';
 import { StoredEvent } from '../events/stored-event.js';
 import { eventFrame, FRAMES_PER_TURN, pageTarget, sendPageTurn } from './history-page.js';
 import { RelayConnection } from './relay-connection.js';

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { communityWide } from '../events/read-scope.js';
+import { communityWide } from '../channels/read-scope.js';
 import { OutputBudget } from './output-budget.js';
 import { OutputEvents, RelayConnection, TERMINAL_RESERVE_BYTES } from './relay-connection.js';
 import { WS_REFUSALS } from './ws.refusals.js';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import type { AuthHoldLimits } from '../config/app-config.js';
 import { AuthHold } from './auth-hold.js';
 import { HistoryOverlap } from './history-overlap.js';

@@ -19,7 +19,7 @@ import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
 import { CountService, CountTooBroadError } from '../events/count.service.js';
 import { EventQueryService } from '../events/event-query.service.js';
-import { ReadScope } from '../events/read-scope.js';
+import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';

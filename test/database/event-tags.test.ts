@@ -13,7 +13,7 @@ import { Pool } from 'pg';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { INDEXED_TAG_VALUE_MAX_BYTES, tagIndexKey } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import * as eventTags from '../../packages/read-path/migrations/0018_event_tags.js';
 import { fillEventRefs } from '../../packages/read-path/migrations/0016_event_refs.js';
 import * as pruneDeleted from '../../packages/read-path/migrations/0019_prune_deleted_events.js';

@@ -12,7 +12,7 @@ import { Pool } from 'pg';
 import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide, ReadScope } from '../../src/events/read-scope.js';
+import { communityWide, ReadScope } from '../../src/channels/read-scope.js';
 import { executedGenericPlan, flattenPlan, PlanNode } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 

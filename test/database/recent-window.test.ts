@@ -14,7 +14,7 @@ import { ensureFuturePartitions } from '../../packages/read-path/src/database/pa
 import { allStatementsGeneric, RECENT_WINDOW_SECS } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { GENERIC_PLAN } from '../../packages/read-path/src/database/statement-cache.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import { executedGenericPlan } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 

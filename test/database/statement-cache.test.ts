@@ -11,7 +11,7 @@ import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { GENERIC_PLAN, statementCachingClient } from '../../packages/read-path/src/database/statement-cache.js';
 import { RECENT_WINDOW_SECS } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide, ReadScope } from '../../src/events/read-scope.js';
+import { communityWide, ReadScope } from '../../src/channels/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 
 let db: TestDatabase;

@@ -15,7 +15,7 @@ import { statementCachingClient } from '../../packages/read-path/src/database/st
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { HASHED_TAG_VALUES_FROM, walkBudget } from '../../src/events/event-read.queries.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import type { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { flattenPlan, type PlanNode } from '../harness/explain.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';

@@ -9,7 +9,7 @@ import { finalizeEvent, generateSecretKey, verifyEvent, type Event as NostrEvent
 import { Pool } from 'pg';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import { eventJson } from '../../src/events/stored-event.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 

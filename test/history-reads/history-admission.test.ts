@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import type { NostrFilter } from '../../src/nostr/nostr.types.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';

@@ -20,7 +20,7 @@ import { EventQueryService, HistoryContext } from '../../src/events/event-query.
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { HistoryReadGate } from '../../packages/read-path/src/history-reads/history-read-gate.js';
 import { HistoryReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
-import { ReadScope } from '../../src/events/read-scope.js';
+import { ReadScope } from '../../src/channels/read-scope.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
 import { insertRow, newCommunity } from '../routing/fixtures.js';

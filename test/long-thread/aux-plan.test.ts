@@ -28,7 +28,7 @@ import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { EventWriteRepository } from '../../src/events/event-write.repository.js';
-import { ReadScope } from '../../src/events/read-scope.js';
+import { ReadScope } from '../../src/channels/read-scope.js';
 import { StoredEventInput } from '../../src/events/stored-event.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 

@@ -10,7 +10,7 @@ import { jest } from '@jest/globals';
 import { WebSocket } from 'ws';
 import type { AppConfig } from '../../src/config/app-config.js';
 import { NostrFilter } from '../../src/nostr/nostr.types.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import { BanCache } from '../../src/moderation/ban-cache.js';
 import { BanGate } from '../../src/moderation/ban-gate.service.js';
 import { BanNotices } from '../../src/moderation/ban-notices.js';

@@ -11,7 +11,7 @@
 import { Pool, PoolClient } from 'pg';
 import { DatabaseUnavailableError, HistoryReadRejectedError } from '../../packages/read-path/src/database/database-errors.js';
 import { SEARCH_APPLICATION_NAME } from '../../packages/read-path/src/database/pools.js';
-import { communityWide } from '../../src/events/read-scope.js';
+import { communityWide } from '../../src/channels/read-scope.js';
 import { SearchGate } from '../../src/events/search-gate.js';
 import { SearchRepository } from '../../src/events/search.repository.js';
 import { SearchRequest, SearchService } from '../../src/events/search.service.js';

@@ -3,7 +3,7 @@
  * command that is not stored can only be replayed, and exactly one well-formed target `p` tag.
  */
 import { NostrEvent } from '../../nostr/nostr.types.js';
-import { reject } from '../rejection.js';
+import { reject } from '../../nostr/refusal.js';
 import { COMMAND_REFUSALS } from './command.refusals.js';
 import { lowerHex64 } from '../../nostr/hex.js';
 

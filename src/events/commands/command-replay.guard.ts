@@ -10,7 +10,7 @@ import { APP_CONFIG } from '../../config/config.tokens.js';
 import { communityKey } from '../../redis/redis-keys.js';
 import { RedisService } from '../../redis/redis.service.js';
 import { TtlMap } from '../../redis/ttl-map.js';
-import { reject } from '../rejection.js';
+import { reject } from '../../nostr/refusal.js';
 import { COMMAND_REFUSALS } from './command.refusals.js';
 import { COMMAND_MAX_SKEW_SECS } from './command-input.js';
 

@@ -19,7 +19,7 @@ import { outranks, RANK, relayRank } from '../../moderation/ranks.js';
 import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
 import { KIND } from '../../nostr/kinds.js';
-import { reject } from '../rejection.js';
+import { reject } from '../../nostr/refusal.js';
 import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
 import { MODERATION_REFUSALS } from './moderation.refusals.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';

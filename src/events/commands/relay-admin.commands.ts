@@ -21,7 +21,7 @@ import { RelayMembershipRepository } from '../../moderation/relay-membership.rep
 import { EventBus } from '../event-bus.js';
 import { EventWriter } from '../event-writer.service.js';
 import { KIND } from '../../nostr/kinds.js';
-import { reject } from '../rejection.js';
+import { reject } from '../../nostr/refusal.js';
 import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
 import { RELAY_ADMIN_REFUSALS } from './relay-admin.refusals.js';
 import { requireFreshCommand, tagValue, targetPubkey } from './command-input.js';

@@ -10,7 +10,7 @@ import { Injectable } from '@nestjs/common';
 import { NostrEvent } from '../../nostr/nostr.types.js';
 import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
 import { EventWriteRepository } from '../event-write.repository.js';
-import { reject } from '../rejection.js';
+import { reject } from '../../nostr/refusal.js';
 import { TARGET_NOT_FOUND } from '../ingest.refusals.js';
 import { REPORT_REFUSALS } from './report.refusals.js';
 import { TargetVisibility } from '../target-visibility.service.js';

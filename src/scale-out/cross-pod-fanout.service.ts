@@ -45,9 +45,9 @@ import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { parseEvent } from '../nostr/event-validation.js';
 import { counter } from '@buzz-relay/read-path/internal';
 import { GapCursor, GapFillRepository } from './gap-fill.repository.js';
-import { communityOfFanoutPattern, fanoutTopic, isFanoutTopic } from './redis-keys.js';
-import { RedisService } from './redis.service.js';
-import { TtlMap } from './ttl-map.js';
+import { communityOfFanoutPattern, fanoutTopic, isFanoutTopic } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
+import { TtlMap } from '../redis/ttl-map.js';
 
 const ECHO_MAX_ENTRIES = 200_000;
 export const GAP_FILL_DELAY_MS = 3000;

@@ -15,8 +15,8 @@ import { randomUUID } from 'node:crypto';
 import { counter } from '@buzz-relay/read-path/internal';
 import { AccessRevocations, RevocationReason } from '../moderation/access-revocations.js';
 import { BanNotices } from '../moderation/ban-notices.js';
-import { CONTROL_PATTERN, controlTopic } from './redis-keys.js';
-import { RedisService } from './redis.service.js';
+import { CONTROL_PATTERN, controlTopic } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
 import { isHex64 } from '../nostr/hex.js';
 
 interface ControlMessage {

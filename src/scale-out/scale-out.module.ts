@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
 import { CrossPodFanout } from './cross-pod-fanout.service.js';
 import { GapFillRepository } from './gap-fill.repository.js';
-import { RedisModule } from './redis.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { RevocationBridge } from './revocation-bridge.service.js';
 
 /**
