@@ -1,69 +1,52 @@
 /**
- * Which folders of src/ import which (docs/architecture.md, "Who imports whom"), as a rule: the
- * folder cycles that exist today are listed below and no other may form. A change that breaks one
- * of them shortens the list; one that makes a new one, or joins two, fails here. Every non-spec
- * file under src/ counts, type-only imports included (they couple the sources all the same).
+ * Which folders of src/ may import which (docs/architecture.md, "Who imports whom"), as one rule
+ * for the whole app: the folders stand in tiers, and a folder imports only folders of a lower
+ * tier. So the folders form no cycle, siblings of one tier stay independent of each other, and a
+ * new folder must be given its place here before it can be imported. Every non-spec file under
+ * src/ counts, type-only imports included (they couple the sources all the same).
  */
 import { relative, sep } from 'node:path';
 import { resolveRelative, sourceFilesUnder, specifiersOf } from '../test/harness/source-graph.js';
 
 const SRC = import.meta.dirname;
 
-/** Today's folder cycles (strongly connected groups), each sorted; the graph rule of issue 31 removes them. */
-const KNOWN_CYCLES: string[][] = [];
+/** The tiers, lowest first. `(root)` is the files at the top of src/ (the bootstrap, the app module). */
+const TIERS: ReadonlyArray<{ readonly folders: readonly string[]; readonly what: string }> = [
+  { folders: ['nostr'], what: 'the protocol: kinds, events, filters, client messages, refusals; Node built-ins only' },
+  { folders: ['config', 'client'], what: 'the validated configuration; the client library (it speaks the protocol, nothing else)' },
+  { folders: ['database', 'metrics', 'redis', 'tracing'], what: 'infrastructure: the embedded Postgres and migrations, Prometheus, the Redis connection, OpenTelemetry' },
+  { folders: ['common', 'health', 'ratelimit'], what: 'shared HTTP and signing pieces; liveness and readiness; quotas' },
+  { folders: ['memory', 'moderation', 'tenancy', 'threads'], what: 'the memory budget, bans and authority, Host → community, thread overlays' },
+  { folders: ['channels'], what: 'NIP-29 channels: membership, access, read scopes, group commands' },
+  { folders: ['events'], what: 'the write path and history reads' },
+  { folders: ['auth', 'scale-out'], what: 'NIP-42/NIP-98 on top of events; several pods on one Redis' },
+  { folders: ['subscriptions'], what: 'the WebSocket gateway' },
+  { folders: ['bridge'], what: 'the HTTP bridge (it reuses the gateway’s admission pieces)' },
+  { folders: ['(root)'], what: 'composition: the app module, the bootstrap, graceful shutdown' },
+  { folders: ['admin'], what: 'the operator CLI, a Nest context built from the composition' },
+];
+
+const tierOf = new Map(TIERS.flatMap(({ folders }, tier) => folders.map((f) => [f, tier] as const)));
 
 const folderOf = (file: string) => {
   const parts = relative(SRC, file).split(sep);
   return parts.length > 1 ? parts[0] : '(root)';
 };
 
-function folderGraph(): Map<string, Set<string>> {
-  const graph = new Map<string, Set<string>>();
+/** Folder → the folders its files import, each with one file that does (for the message). */
+function folderGraph(): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
   for (const file of sourceFilesUnder(SRC)) {
     const from = folderOf(file);
-    const edges = graph.get(from) ?? graph.set(from, new Set()).get(from)!;
+    const edges = graph.get(from) ?? graph.set(from, new Map()).get(from)!;
     for (const spec of specifiersOf(file)) {
       const target = resolveRelative(file, spec);
       if (target === undefined || !target.startsWith(SRC)) continue;
       const to = folderOf(target);
-      if (to !== from) edges.add(to);
+      if (to !== from && !edges.has(to)) edges.set(to, relative(SRC, file));
     }
   }
   return graph;
-}
-
-/** Tarjan's strongly connected components with more than one folder, each sorted. */
-function cyclesOf(graph: Map<string, Set<string>>): string[][] {
-  let next = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string) => {
-    index.set(v, next);
-    low.set(v, next++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) {
-        low.set(v, Math.min(low.get(v)!, index.get(w)!));
-      }
-    }
-    if (low.get(v) !== index.get(v)) return;
-    const group: string[] = [];
-    for (let w = stack.pop()!; ; w = stack.pop()!) {
-      onStack.delete(w);
-      group.push(w);
-      if (w === v) break;
-    }
-    if (group.length > 1) found.push(group.sort());
-  };
-  for (const v of graph.keys()) if (!index.has(v)) visit(v);
-  return found.sort((a, b) => a[0].localeCompare(b[0]));
 }
 
 describe('the folders of src/', () => {
@@ -74,13 +57,18 @@ describe('the folders of src/', () => {
     expect(graph.get('bridge')?.has('threads')).toBe(true);
   });
 
-  it('form no folder cycle beyond the ones listed', () => {
-    expect(cyclesOf(graph)).toEqual(KNOWN_CYCLES);
+  it('each have a tier', () => {
+    const folders = new Set([...graph.keys(), ...[...graph.values()].flatMap((edges) => [...edges.keys()])]);
+    expect([...folders].filter((f) => !tierOf.has(f)).sort()).toEqual([]);
   });
 
-  it('keep the protocol layer and the thread overlays out of every cycle', () => {
-    const cyclic = new Set(cyclesOf(graph).flat());
-    expect(['nostr', 'threads', 'queries', 'bridge', 'auth'].filter((f) => cyclic.has(f))).toEqual([]);
+  it('import only folders of a lower tier', () => {
+    const upward: string[] = [];
+    for (const [from, edges] of graph) {
+      for (const [to, file] of edges) {
+        if (tierOf.get(to)! >= tierOf.get(from)!) upward.push(`${from} → ${to} (${file})`);
+      }
+    }
+    expect(upward.sort()).toEqual([]);
   });
 });
-
