@@ -13,7 +13,8 @@ import { NostrEvent } from '../nostr/nostr.types.js';
 import { eventJson } from '../events/stored-event.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { HistoryOverlap } from './history-overlap.js';
-import { RelayConnection, SendResult } from './relay-connection.js';
+import type { SendResult } from './connection-output.js';
+import { RelayConnection } from './relay-connection.js';
 
 /** Frames one turn of a history page may send (a bigger page takes several turns). */
 export const FRAMES_PER_TURN = 100;

@@ -3,7 +3,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { NostrFilter } from '../nostr/nostr.types.js';
 import { communityWide } from '../channels/read-scope.js';
 import { OutputBudget } from './output-budget.js';
-import { OutputEvents, RelayConnection, TERMINAL_RESERVE_BYTES } from './relay-connection.js';
+import { TERMINAL_RESERVE_BYTES } from './connection-output.js';
+import { OutputEvents, RelayConnection } from './relay-connection.js';
 import { WS_REFUSALS } from './ws.refusals.js';
 
 const log = { debug: () => undefined } as never;

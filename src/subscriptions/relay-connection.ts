@@ -1,7 +1,7 @@
 /**
  * One WebSocket client: its tenant binding, auth state, subscriptions and a
- * bounded, non-blocking outbound path. Sends never wait. Output queued for the
- * client is counted in bytes against its own budget and the process-wide one
+ * bounded, non-blocking outbound path (ConnectionOutput). Sends never wait. Output queued for
+ * the client is counted in bytes against its own budget and the process-wide one
  * (OutputBudget); a send that does not fit is "full", the subscription it was for
  * ends with `CLOSED "error: slow consumer: output buffer full"`, and a client that
  * stays full past the grace limit is disconnected instead of growing memory.
@@ -15,6 +15,7 @@ import type { AuthHoldLimits } from '../config/app-config.js';
 import { AuthHold } from './auth-hold.js';
 import { HistoryOverlap } from './history-overlap.js';
 import { OutputBudget, OutputHolder } from './output-budget.js';
+import { ConnectionOutput, SendResult, SLOW_CONSUMER_CLOSE_CODE, SLOW_CONSUMER_CLOSE_REASON } from './connection-output.js';
 import type { MemoryPool, MemoryRefusal } from '../memory/memory-budget.js';
 import type { Refusal } from '../nostr/refusal.js';
 import { closedFrame } from './ws-reasons.js';
@@ -62,26 +63,8 @@ export interface OutputEvents {
   subscriptionShed(conn: RelayConnection): void;
 }
 
-/** Close code and reason of a client disconnected for its output. */
-export const SLOW_CONSUMER_CLOSE_CODE = 1008;
-export const SLOW_CONSUMER_CLOSE_REASON = 'slow consumer: output buffer full';
-/**
- * Bytes past the per-connection budget that terminal frames (CLOSED) may use, so a
- * client over budget still learns why its subscriptions ended. A client with no room
- * even for that is disconnected.
- */
-export const TERMINAL_RESERVE_BYTES = 16 * 1024;
-/** A full connection whose queued output does not shrink for this long is not reading. */
-export const SLOW_CONSUMER_STALL_MS = 250;
-const DRAIN_POLL_MS = 10;
-
-/** Buffers are sent as text frames too (every frame is NIP-01 JSON); ws never modifies them (no masking, no compression). */
-const TEXT_FRAME = { binary: false } as const;
-
 let nextConnectionId = 1;
 let nextSubscriptionToken = 1;
-
-export type SendResult = 'sent' | 'full' | 'closed';
 
 export class RelayConnection implements OutputHolder {
   readonly id = nextConnectionId++;
@@ -103,15 +86,10 @@ export class RelayConnection implements OutputHolder {
   /** REQs read but not yet claimed: sub id → the frame's sequence number (latest wins). */
   private readonly pendingReqs = new Map<string, number>();
   private frameSeq = 0;
-  private inflightSends = 0;
-  private queued = 0;
-  private released = false;
-  private consecutiveFull = 0;
-  /** Set by a send that did not fit; cleared once the queue drains to half the budget. */
-  private congested = false;
   private cancelled = false;
-  private corked = false;
   private readonly gone = new AbortController();
+  /** The outbound queue: its accounting, corking and the slow-client grace. */
+  private readonly out: ConnectionOutput;
 
   constructor(
     readonly ws: WebSocket,
@@ -123,12 +101,13 @@ export class RelayConnection implements OutputHolder {
     private readonly budget: OutputBudget = new OutputBudget(Number.POSITIVE_INFINITY),
   ) {
     this.authHold = new AuthHold(limits.authHold ?? { maxFrames: 0, maxBytes: 0, graceMs: 0 }, limits.pools?.authHold);
+    this.out = new ConnectionOutput(ws, limits, budget, this);
     budget.track(this);
   }
 
   /** Bytes handed to the socket whose write has not reached the kernel yet. */
   get queuedBytes(): number {
-    return this.queued;
+    return this.out.queuedBytes;
   }
 
   /** Aborted once the connection is cancelled or closed: the database reads it started are cancelled. */
@@ -147,7 +126,7 @@ export class RelayConnection implements OutputHolder {
 
   /** Queues one encoded frame (a Buffer is sent as a text frame: it must hold UTF-8 JSON). */
   sendRaw(frame: string | Buffer): SendResult {
-    return this.enqueue(frame, false);
+    return this.out.enqueue(frame, false);
   }
 
   /**
@@ -155,51 +134,34 @@ export class RelayConnection implements OutputHolder {
    * budgets; a client with no room even for that is disconnected ('full' is returned).
    */
   sendClosed(subId: string, refusal?: Refusal): SendResult {
-    const result = this.enqueue(JSON.stringify(closedFrame(subId, refusal)), true);
+    const result = this.out.enqueue(JSON.stringify(closedFrame(subId, refusal)), true);
     if (result === 'full') this.disconnectSlow();
     return result;
   }
 
   /** True when a data frame of `bytes` fits the connection's budget (no side effects). */
   roomFor(bytes: number): boolean {
-    return this.inflightSends < this.limits.sendBuffer && (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes);
+    return this.out.roomFor(bytes);
   }
 
   /** Queues a subscription's EOSE; like CLOSED it may use the terminal reserve. */
   sendEose(subId: string): SendResult {
-    return this.enqueue(JSON.stringify(['EOSE', subId]), true);
+    return this.out.enqueue(JSON.stringify(['EOSE', subId]), true);
   }
 
   /**
-   * True unless the client is congested (a send did not fit and its queue has not
-   * drained to half the budget since); checked before work whose output would be dropped. A miss counts toward the slow-client grace like a full send. Making room
-   * may cut off other clients (the process budget) or this one.
+   * True unless the client is congested (a send did not fit and its queue has not drained to
+   * half the budget since); checked before work whose output would be dropped. A miss counts
+   * toward the slow-client grace like a full send. Making room may cut off other clients (the
+   * process budget) or this one.
    */
   hasOutputRoom(): boolean {
-    if (this.isCancelled) return false;
-    if (!this.congested && this.budget.makeRoom(this, 1)) return true;
-    this.noteFull();
-    return false;
+    return this.out.hasRoom();
   }
 
-  /**
-   * Waits while the output is full and the client is draining it: a client that reads,
-   * however slowly, frees some bytes within SLOW_CONSUMER_STALL_MS; one that does not is
-   * a slow consumer. False (counted like a full send) when it stalled or went away.
-   */
-  async waitForRoom(bytes: number): Promise<boolean> {
-    let last = this.queued;
-    let stallSince = Date.now();
-    while (!this.roomFor(bytes) && !this.isCancelled) {
-      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
-      if (this.queued < last) stallSince = Date.now();
-      last = this.queued;
-      if (Date.now() - stallSince >= SLOW_CONSUMER_STALL_MS) break;
-    }
-    if (this.isCancelled) return false;
-    if (this.roomFor(bytes)) return true;
-    this.noteFull();
-    return false;
+  /** See ConnectionOutput.waitForRoom. */
+  waitForRoom(bytes: number): Promise<boolean> {
+    return this.out.waitForRoom(bytes);
   }
 
   /**
@@ -221,7 +183,7 @@ export class RelayConnection implements OutputHolder {
    */
   disconnectSlow(): void {
     if (!this.cancelled) this.output.slowClientDisconnected(this);
-    this.uncork();
+    this.out.flush();
     this.cancel(SLOW_CONSUMER_CLOSE_CODE, SLOW_CONSUMER_CLOSE_REASON);
     this.ws.terminate();
     this.releaseOutput();
@@ -229,77 +191,12 @@ export class RelayConnection implements OutputHolder {
 
   /** Gives the connection's queued bytes back to the process budget (socket gone). */
   releaseOutput(): void {
-    if (this.released) return;
-    this.released = true;
-    this.budget.release(this.queued);
-    this.queued = 0;
-    this.budget.untrack(this);
-  }
-
-  private enqueue(frame: string | Buffer, terminal: boolean): SendResult {
-    if (this.isCancelled) return 'closed';
-    const reserve = terminal ? TERMINAL_RESERVE_BYTES : 0;
-    const bytes = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
-    const fits =
-      (terminal || this.inflightSends < this.limits.sendBuffer) &&
-      (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes + reserve) &&
-      this.budget.makeRoom(this, bytes, reserve);
-    if (this.isCancelled) return 'closed';
-    if (!fits) {
-      if (!terminal) this.noteFull();
-      return this.isCancelled ? 'closed' : 'full';
-    }
-    if (!terminal) this.consecutiveFull = 0;
-    this.inflightSends += 1;
-    this.queued += bytes;
-    this.budget.add(bytes);
-    this.corkUntilNextTick();
-    const written = () => {
-      this.inflightSends -= 1;
-      if (this.released) return;
-      this.queued -= bytes;
-      this.budget.release(bytes);
-      if (this.congested && this.queued <= this.limits.maxQueuedBytes / 2) this.congested = false;
-    };
-    if (typeof frame === 'string') this.ws.send(frame, written);
-    else this.ws.send(frame, TEXT_FRAME, written);
-    return 'sent';
-  }
-
-  /** One more send that did not fit; at the grace limit the client is disconnected. */
-  private noteFull(): void {
-    this.congested = true;
-    this.consecutiveFull += 1;
-    if (this.consecutiveFull >= this.limits.slowClientGraceLimit) this.disconnectSlow();
-  }
-
-  /**
-   * Frames sent in one turn (a history page, a burst of OKs) leave in one write instead of one
-   * syscall each: the socket is corked at the first send and uncorked once the turn's
-   * callbacks have run. Without a raw socket (tests with a stand-in) frames go out one by one.
-   */
-  private corkUntilNextTick(): void {
-    if (this.corked) return;
-    const socket = this.rawSocket();
-    if (typeof socket?.cork !== 'function') return;
-    this.corked = true;
-    socket.cork();
-    process.nextTick(() => this.uncork());
+    if (this.out.release()) this.budget.untrack(this);
   }
 
   /** Hands what this turn queued to the socket now, in one write, instead of on the next tick. */
   flush(): void {
-    this.uncork();
-  }
-
-  private uncork(): void {
-    if (!this.corked) return;
-    this.corked = false;
-    this.rawSocket()?.uncork();
-  }
-
-  private rawSocket(): { cork?: () => void; uncork: () => void } | undefined {
-    return (this.ws as unknown as { _socket?: { cork?: () => void; uncork: () => void } })._socket;
+    this.out.flush();
   }
 
   /**
