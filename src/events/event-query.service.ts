@@ -8,6 +8,9 @@
  * no decision: filters that can match channel metadata (kind 39000, or no `kinds` at all), and
  * `/query` filters that carry `"consistency": "strong"`. A call without a HistoryContext is a
  * writer-pinned read too (internal callers that have not been classified as routed).
+ *
+ * Over 350 lines: a filter's read ahead, its memory lease, its single flight and its paging are
+ * one lifecycle, each step holding the others' state; split, they would pass it back and forth.
  */
 import { Injectable, Optional } from '@nestjs/common';
 import { Kysely } from 'kysely';

@@ -5,6 +5,10 @@
  * connection. Every read is confined to one community and to live rows, ordered
  * `created_at DESC, id ASC`; tags are re-checked positionally in SQL, so LIMIT counts only real
  * matches.
+ *
+ * Over 350 lines: the statements and the rules that choose among them are reviewed together, with
+ * their committed SQL beside (src/queries/history-pages.sql); split, a rule and the statement it
+ * picks would sit in different files.
  */
 import { RawBuilder, sql } from 'kysely';
 import { channelIdsOf } from '../nostr/group-id.js';

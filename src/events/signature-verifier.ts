@@ -16,6 +16,9 @@
  * the workers, not for every AUTH queued before it. The pending bound counts both lanes.
  *
  * Each worker runs the compiled `signature.worker.js` beside this file (`spawnWorker`).
+ *
+ * Over 350 lines: the two lanes, the batching and the worker supervision share one queue and one
+ * count of what is in flight.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
