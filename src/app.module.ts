@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { BridgeModule } from './bridge/bridge.module.js';
+import { CommandsModule } from './commands/commands.module.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
@@ -35,6 +36,8 @@ export class AppModule {
         RateLimitModule,
         ...relayDatabaseModules(config),
         TenancyModule,
+        // The executed kinds: without it ingest would store them like any other event.
+        CommandsModule,
         SubscriptionsModule,
         BridgeModule,
         HealthModule,

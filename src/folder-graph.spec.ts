@@ -19,7 +19,7 @@ const TIERS: ReadonlyArray<{ readonly folders: readonly string[]; readonly what:
   { folders: ['memory', 'moderation', 'tenancy', 'threads'], what: 'the memory budget, bans and authority, Host → community, thread overlays' },
   { folders: ['channels'], what: 'NIP-29 channels: membership, access, read scopes, group commands' },
   { folders: ['events'], what: 'the write path and history reads' },
-  { folders: ['auth', 'scale-out'], what: 'NIP-42/NIP-98 on top of events; several pods on one Redis' },
+  { folders: ['auth', 'commands', 'scale-out'], what: 'NIP-42/NIP-98 on top of events; the commands ingest executes (registered with it); several pods on one Redis' },
   { folders: ['subscriptions'], what: 'the WebSocket gateway' },
   { folders: ['bridge'], what: 'the HTTP bridge (it reuses the gateway’s admission pieces)' },
   { folders: ['(root)'], what: 'composition: the app module, the bootstrap, graceful shutdown' },

@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
+import { CommandsModule } from '../commands/commands.module.js';
 import { ConfigModule } from '../config/config.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
@@ -17,7 +18,7 @@ export class AdminCliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AdminCliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, ...relayDatabaseModules(config), TenancyModule, EventsModule, ScaleOutModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, ...relayDatabaseModules(config), TenancyModule, EventsModule, CommandsModule, ScaleOutModule],
     };
   }
 }

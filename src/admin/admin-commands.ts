@@ -8,8 +8,8 @@
  */
 import { INestApplicationContext } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
-import { ModerationCommands } from '../events/commands/moderation.commands.js';
-import { RelayAdminCommands } from '../events/commands/relay-admin.commands.js';
+import { ModerationCommands } from '../commands/moderation.commands.js';
+import { RelayAdminCommands } from '../commands/relay-admin.commands.js';
 import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
 import { CommunityRepository } from '../tenancy/community.repository.js';
 import { hostWithoutPort } from '../common/host.js';

@@ -10,7 +10,7 @@ import { Controller, Get, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../common/http-error.js';
 import { ReportStatus } from '@buzz-relay/read-path';
-import { MODERATION_REFUSALS } from '../events/commands/moderation.refusals.js';
+import { MODERATION_REFUSALS } from '../commands/moderation.refusals.js';
 import { LISTING_MAX, ModerationQueueRepository } from '../moderation/moderation-queue.repository.js';
 import { RelayAuthority } from '../moderation/relay-authority.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';

@@ -20,11 +20,7 @@ import { EventWriteRepository } from './event-write.repository.js';
 import { EventWriter } from './event-writer.service.js';
 import { IngestService } from './ingest.service.js';
 import { SignatureVerifier } from './signature-verifier.js';
-import { CommandReplayGuard } from './commands/command-replay.guard.js';
-import { ModerationCommands } from './commands/moderation.commands.js';
-import { Nip43State } from './commands/nip43-state.service.js';
-import { RelayAdminCommands } from './commands/relay-admin.commands.js';
-import { ReportIntake } from './commands/report.commands.js';
+import { CommandRegistry } from './command-registry.js';
 
 @Module({
   imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
@@ -52,11 +48,7 @@ import { ReportIntake } from './commands/report.commands.js';
     EventQueryService,
     CountService,
     IngestService,
-    CommandReplayGuard,
-    Nip43State,
-    RelayAdminCommands,
-    ModerationCommands,
-    ReportIntake,
+    CommandRegistry,
   ],
   exports: [
     SignatureVerifier,
@@ -66,8 +58,11 @@ import { ReportIntake } from './commands/report.commands.js';
     CountService,
     IngestService,
     SearchService,
-    RelayAdminCommands,
-    ModerationCommands,
+    // For the commands (src/commands/): they register here, and write and read like ingest.
+    CommandRegistry,
+    EventWriter,
+    EventWriteRepository,
+    TargetVisibility,
     ChannelsModule,
     ModerationModule,
   ],

@@ -12,6 +12,7 @@ import { IngestContext, IngestService } from './ingest.service.js';
 import { KIND } from '../nostr/kinds.js';
 import { SignatureVerifier, VerifyResult } from './signature-verifier.js';
 import { INGEST_REFUSALS } from './ingest.refusals.js';
+import { CommandRegistry } from './command-registry.js';
 
 const author = generateSecretKey();
 const ctx: IngestContext = { communityId: '00000000-0000-4000-8000-000000000001', transport: 'ws', author: getPublicKey(author) };
@@ -42,11 +43,13 @@ function pipeline() {
     lookups.push(lookup);
     return lookup.promise;
   });
-  const command = { execute: jest.fn(async () => '') };
+  const command = { kinds: new Set([KIND.REPORT, KIND.MODERATION_UNTIMEOUT, KIND.RELAY_ADMIN_ADD_MEMBER]), execute: jest.fn(async () => '') };
+  const commands = new CommandRegistry();
+  commands.register(command);
   const metrics = { eventsReceived: { inc: () => undefined }, eventsRejected: { inc: () => undefined } };
   const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never(), never());
   const verifier = { verify: () => verdict.promise } as unknown as SignatureVerifier;
-  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), command as never, command as never, command as never, never());
+  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), commands, never());
   return { service, verdict, lookups, restrictionOf, command };
 }
 

@@ -30,9 +30,7 @@ import { rejectionLabel } from './rejection.js';
 import { INGEST_REFUSALS, TARGET_NOT_FOUND } from './ingest.refusals.js';
 import { reject, Refusal, Rejection } from '../nostr/refusal.js';
 import { TargetVisibility } from './target-visibility.service.js';
-import { ModerationCommands, MODERATION_KINDS } from './commands/moderation.commands.js';
-import { RelayAdminCommands, RELAY_ADMIN_KINDS } from './commands/relay-admin.commands.js';
-import { ReportIntake } from './commands/report.commands.js';
+import { CommandRegistry } from './command-registry.js';
 
 /**
  * What ingest answers, as the `OK` of NIP-01: `message` is its reason text ('' when stored,
@@ -76,9 +74,7 @@ export class IngestService {
     private readonly groupState: GroupStateService,
     private readonly presence: PresenceService,
     private readonly signer: RelaySigner,
-    private readonly relayAdmin: RelayAdminCommands,
-    private readonly moderationCommands: ModerationCommands,
-    private readonly reports: ReportIntake,
+    private readonly commands: CommandRegistry,
     private readonly targets: TargetVisibility,
   ) {}
 
@@ -103,8 +99,12 @@ export class IngestService {
     if (!text.ok) reject(text.reason);
     // The session author's ban/timeout lookup (a writer round trip) runs while the workers check
     // the signature, two hops in parallel instead of one after the other. moderationGate applies
-    // its answer in its usual place, so every refusal before the gate still answers first.
-    const restriction = looksUpAhead(event.kind) ? this.gates.restrictionAhead(ctx.communityId, ctx.author) : undefined;
+    // its answer in its usual place, so every refusal before the gate still answers first. The key
+    // is the authenticated one, never one a client names, so an unsigned event cannot make the
+    // relay read any key it likes (a gift wrap's own key is looked up at the gate). Not for a
+    // command: executed before the moderation gate, it checks a ban itself (`fresh`).
+    const command = this.commands.commandFor(event.kind);
+    const restriction = command === undefined ? this.gates.restrictionAhead(ctx.communityId, ctx.author) : undefined;
     const verdict = await this.verifier.verify(event);
     if (!verdict.ok) reject(verdict.reason);
     const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
@@ -113,9 +113,7 @@ export class IngestService {
     // Executed, never stored, and before the moderation gate (§5.2 steps 7 and 11): a timed-out
     // moderator can still lift a timeout; the commands check a ban themselves. Reports (1984) go
     // to the moderator queue only.
-    if (event.kind === KIND.REPORT) return this.executed(event, await this.reports.execute(ctx.communityId, event));
-    if (MODERATION_KINDS.has(event.kind)) return this.executed(event, await this.moderationCommands.execute(ctx.communityId, event));
-    if (RELAY_ADMIN_KINDS.has(event.kind)) return this.executed(event, await this.relayAdmin.execute(ctx.communityId, event));
+    if (command !== undefined) return this.executed(event, await command.execute(ctx.communityId, event));
     await this.gates.moderationGate(ctx.communityId, ctx.author, event, restriction);
     const channel = await this.channelOf(event, ctx.communityId);
     await this.gates.channelGate(ctx.communityId, event, channel.channelId);
@@ -335,17 +333,6 @@ export class IngestService {
   private onWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter('event_write', work);
   }
-}
-
-/**
- * Whether the session author's restriction is looked up beside the signature check: for every
- * kind but the commands (executed before the moderation gate, they check a ban themselves,
- * `fresh`). The key looked up is the authenticated one, never one a client names, so an unsigned
- * event cannot make the relay read any key it likes; a gift wrap's own signing key is looked up
- * at the gate, after its signature.
- */
-function looksUpAhead(kind: number): boolean {
-  return kind !== KIND.REPORT && !MODERATION_KINDS.has(kind) && !RELAY_ADMIN_KINDS.has(kind);
 }
 
 function newerOrEqual(current: { id: Buffer; created_at: string }, event: NostrEvent): boolean {

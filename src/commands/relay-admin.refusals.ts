@@ -2,7 +2,7 @@
  * The relay-administration commands' refusals (9030–9033 and the NIP-43 leave, 28936), worded as
  * upstream words them (`invalid: actor not authorized: …`). Quoted input is cut to 32 characters.
  */
-import { Refusal } from '../../nostr/refusal.js';
+import { Refusal } from '../nostr/refusal.js';
 
 export const RELAY_ADMIN_REFUSALS = {
   notAdmin: new Refusal('invalid', 'actor not authorized: must be admin or owner'),

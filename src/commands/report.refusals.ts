@@ -2,7 +2,7 @@
  * A NIP-56 report's refusals (kind 1984). A target that is missing or that the reporter cannot
  * read is TARGET_NOT_FOUND.report (ingest.refusals.ts). Quoted input is cut to 32 characters.
  */
-import { Refusal } from '../../nostr/refusal.js';
+import { Refusal } from '../nostr/refusal.js';
 
 export const REPORT_REFUSALS = {
   pTagMissing: new Refusal('invalid', 'report must include a p tag'),

@@ -10,22 +10,23 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../../nostr/nostr.types.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
-import { BanNotices } from '../../moderation/ban-notices.js';
-import { ModerationQueueRepository, NewAction } from '../../moderation/moderation-queue.repository.js';
-import { ModerationRepository } from '../../moderation/moderation.repository.js';
-import { outranks, RANK, relayRank } from '../../moderation/ranks.js';
-import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
-import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
-import { KIND } from '../../nostr/kinds.js';
-import { reject } from '../../nostr/refusal.js';
-import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
+import { BanNotices } from '../moderation/ban-notices.js';
+import { ModerationQueueRepository, NewAction } from '../moderation/moderation-queue.repository.js';
+import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { outranks, RANK, relayRank } from '../moderation/ranks.js';
+import { Authority, RelayAuthority } from '../moderation/relay-authority.service.js';
+import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
+import { KIND } from '../nostr/kinds.js';
+import { reject } from '../nostr/refusal.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { MODERATION_REFUSALS } from './moderation.refusals.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
 import type { Actor } from './relay-admin.commands.js';
-import { lowerHex64 } from '../../nostr/hex.js';
+import { lowerHex64 } from '../nostr/hex.js';
+import type { EventCommand } from '../events/command-registry.js';
 
 export const MODERATION_KINDS: ReadonlySet<number> = new Set([
   KIND.MODERATION_BAN,
@@ -53,7 +54,8 @@ interface Resolution {
 }
 
 @Injectable()
-export class ModerationCommands {
+export class ModerationCommands implements EventCommand {
+  readonly kinds = MODERATION_KINDS;
   private readonly logger = new Logger('ModerationCommands');
 
   constructor(

@@ -7,21 +7,26 @@
  * a key. A target the reporter cannot read is "not found", like a missing one. An `x` (media blob) target cannot resolve: this relay keeps no media.
  */
 import { Injectable } from '@nestjs/common';
-import { NostrEvent } from '../../nostr/nostr.types.js';
-import { ModerationQueueRepository, NewReport } from '../../moderation/moderation-queue.repository.js';
-import { EventWriteRepository } from '../event-write.repository.js';
-import { reject } from '../../nostr/refusal.js';
-import { TARGET_NOT_FOUND } from '../ingest.refusals.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
+import { ModerationQueueRepository, NewReport } from '../moderation/moderation-queue.repository.js';
+import { EventWriteRepository } from '../events/event-write.repository.js';
+import { reject } from '../nostr/refusal.js';
+import { TARGET_NOT_FOUND } from '../events/ingest.refusals.js';
 import { REPORT_REFUSALS } from './report.refusals.js';
-import { TargetVisibility } from '../target-visibility.service.js';
-import { lowerHex64 } from '../../nostr/hex.js';
+import { TargetVisibility } from '../events/target-visibility.service.js';
+import { lowerHex64 } from '../nostr/hex.js';
+import { KIND } from '../nostr/kinds.js';
+import type { EventCommand } from '../events/command-registry.js';
 
 /** NIP-56 report types, the third element of the target tag. */
 export const REPORT_TYPES: ReadonlySet<string> = new Set(['illegal', 'nudity', 'malware', 'spam', 'impersonation', 'profanity', 'other']);
 const NOTE_MAX = 4096;
+const REPORT_KINDS: ReadonlySet<number> = new Set([KIND.REPORT]);
 
 @Injectable()
-export class ReportIntake {
+export class ReportIntake implements EventCommand {
+  readonly kinds = REPORT_KINDS;
+
   constructor(
     private readonly queue: ModerationQueueRepository,
     private readonly events: EventWriteRepository,

@@ -2,7 +2,7 @@
  * The moderation commands' refusals (9040–9044, the operator CLI, and `/moderation/*` over HTTP
  * for `moderatorRequired`). Quoted input is cut to 32 characters.
  */
-import { Refusal } from '../../nostr/refusal.js';
+import { Refusal } from '../nostr/refusal.js';
 
 export const MODERATION_REFUSALS = {
   moderatorRequired: new Refusal('restricted', 'moderator access required'),

@@ -2,10 +2,10 @@
  * Shared checks of the executed (never stored) command kinds: a fresh timestamp, since a
  * command that is not stored can only be replayed, and exactly one well-formed target `p` tag.
  */
-import { NostrEvent } from '../../nostr/nostr.types.js';
-import { reject } from '../../nostr/refusal.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
+import { reject } from '../nostr/refusal.js';
 import { COMMAND_REFUSALS } from './command.refusals.js';
-import { lowerHex64 } from '../../nostr/hex.js';
+import { lowerHex64 } from '../nostr/hex.js';
 
 /** A command must be signed within this many seconds of the relay's clock (NIP-42's window twice over). */
 export const COMMAND_MAX_SKEW_SECS = 120;

@@ -6,13 +6,13 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { RelaySigner } from '../../common/relay-signer.js';
-import { NostrEvent } from '../../nostr/nostr.types.js';
+import { RelaySigner } from '../common/relay-signer.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
 import { DB } from '@buzz-relay/read-path';
-import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
-import { EventWriteRepository } from '../event-write.repository.js';
-import { EventWriter } from '../event-writer.service.js';
-import { KIND } from '../../nostr/kinds.js';
+import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
+import { EventWriteRepository } from '../events/event-write.repository.js';
+import { EventWriter } from '../events/event-writer.service.js';
+import { KIND } from '../nostr/kinds.js';
 
 export type MembershipDelta = typeof KIND.NIP43_MEMBER_ADDED | typeof KIND.NIP43_MEMBER_REMOVED;
 

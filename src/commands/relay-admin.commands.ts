@@ -8,25 +8,26 @@
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
-import { NostrEvent } from '../../nostr/nostr.types.js';
-import type { AppConfig } from '../../config/app-config.js';
-import { APP_CONFIG } from '../../config/config.tokens.js';
+import { NostrEvent } from '../nostr/nostr.types.js';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
 import { DB } from '@buzz-relay/read-path';
-import { AccessRevocations } from '../../moderation/access-revocations.js';
-import { ModerationRepository } from '../../moderation/moderation.repository.js';
-import { Authority, RelayAuthority } from '../../moderation/relay-authority.service.js';
-import { CommunityRepository, WorkspaceProfile } from '../../tenancy/community.repository.js';
-import { TenancyService } from '../../tenancy/tenancy.service.js';
-import { RelayMembershipRepository } from '../../moderation/relay-membership.repository.js';
-import { EventBus } from '../event-bus.js';
-import { EventWriter } from '../event-writer.service.js';
-import { KIND } from '../../nostr/kinds.js';
-import { reject } from '../../nostr/refusal.js';
-import { BAN_REFUSALS } from '../../moderation/ban.refusals.js';
+import { AccessRevocations } from '../moderation/access-revocations.js';
+import { ModerationRepository } from '../moderation/moderation.repository.js';
+import { Authority, RelayAuthority } from '../moderation/relay-authority.service.js';
+import { CommunityRepository, WorkspaceProfile } from '../tenancy/community.repository.js';
+import { TenancyService } from '../tenancy/tenancy.service.js';
+import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
+import { EventBus } from '../events/event-bus.js';
+import { EventWriter } from '../events/event-writer.service.js';
+import { KIND } from '../nostr/kinds.js';
+import { reject } from '../nostr/refusal.js';
+import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { RELAY_ADMIN_REFUSALS } from './relay-admin.refusals.js';
 import { requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
 import { MembershipDelta, Nip43State } from './nip43-state.service.js';
+import type { EventCommand } from '../events/command-registry.js';
 
 /** A command's author: a signed event's pubkey, or the operator CLI (owner authority, no key). */
 export type Actor = { readonly pubkey: string } | 'operator';
@@ -49,7 +50,8 @@ interface Change {
 }
 
 @Injectable()
-export class RelayAdminCommands {
+export class RelayAdminCommands implements EventCommand {
+  readonly kinds = RELAY_ADMIN_KINDS;
   private readonly logger = new Logger('RelayAdminCommands');
 
   constructor(

@@ -5,12 +5,12 @@
  * otherwise, for longer than the ±120 s freshness window, so a copy is refused until it is stale.
  */
 import { Inject, Injectable } from '@nestjs/common';
-import type { AppConfig } from '../../config/app-config.js';
-import { APP_CONFIG } from '../../config/config.tokens.js';
-import { communityKey } from '../../redis/redis-keys.js';
-import { RedisService } from '../../redis/redis.service.js';
-import { TtlMap } from '../../redis/ttl-map.js';
-import { reject } from '../../nostr/refusal.js';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/config.tokens.js';
+import { communityKey } from '../redis/redis-keys.js';
+import { RedisService } from '../redis/redis.service.js';
+import { TtlMap } from '../redis/ttl-map.js';
+import { reject } from '../nostr/refusal.js';
 import { COMMAND_REFUSALS } from './command.refusals.js';
 import { COMMAND_MAX_SKEW_SECS } from './command-input.js';
 

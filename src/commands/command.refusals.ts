@@ -1,5 +1,5 @@
 /** What every executed command checks first (command-input.ts, command-replay.guard.ts). */
-import { Refusal } from '../../nostr/refusal.js';
+import { Refusal } from '../nostr/refusal.js';
 
 export const COMMAND_REFUSALS = {
   staleTimestamp: (createdAt: number, nowSecs: number, delta: number, maxSkewSecs: number) =>

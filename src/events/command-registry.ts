@@ -1,0 +1,32 @@
+/**
+ * The kinds that are executed rather than stored (relay.md §1.3, §5.2 steps 7 and 11): moderation,
+ * relay administration, reports. Ingest knows them only through this registry; the commands live
+ * above events/ (src/commands/) and register the kinds they handle when their module starts.
+ */
+import { Injectable } from '@nestjs/common';
+import { NostrEvent } from '../nostr/nostr.types.js';
+
+/** One command family: the kinds it handles and how it executes one of them. */
+export interface EventCommand {
+  readonly kinds: ReadonlySet<number>;
+  /** Resolves with the `OK` message, or throws a Rejection. */
+  execute(communityId: string, event: NostrEvent): Promise<string>;
+}
+
+@Injectable()
+export class CommandRegistry {
+  private readonly byKind = new Map<number, EventCommand>();
+
+  /** Registers a command for its kinds; a kind claimed twice is a wiring error. */
+  register(command: EventCommand): void {
+    for (const kind of command.kinds) {
+      if (this.byKind.has(kind)) throw new Error(`kind ${kind} already has a command`);
+      this.byKind.set(kind, command);
+    }
+  }
+
+  /** The command that executes `kind`, or undefined for a kind that is stored. */
+  commandFor(kind: number): EventCommand | undefined {
+    return this.byKind.get(kind);
+  }
+}
