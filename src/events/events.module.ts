@@ -21,6 +21,14 @@ import { EventWriter } from './event-writer.service.js';
 import { IngestService } from './ingest.service.js';
 import { SignatureVerifier } from './signature-verifier.js';
 import { CommandRegistry } from './command-registry.js';
+import { EventPlacement } from './event-placement.service.js';
+import { IngestFanout } from './ingest-fanout.js';
+import { ThreadSummaryPublisher } from './thread-summary.publisher.js';
+import { DeletionStorage } from './storage/deletion.storage.js';
+import { EventStorage } from './storage/event-storage.service.js';
+import { GroupCommandStorage } from './storage/group-command.storage.js';
+import { ReactionStorage } from './storage/reaction.storage.js';
+import { ReplaceableStorage } from './storage/replaceable.storage.js';
 
 @Module({
   imports: [ChannelsModule, ModerationModule, TenancyModule, RedisModule],
@@ -49,6 +57,14 @@ import { CommandRegistry } from './command-registry.js';
     CountService,
     IngestService,
     CommandRegistry,
+    EventPlacement,
+    ThreadSummaryPublisher,
+    IngestFanout,
+    GroupCommandStorage,
+    ReactionStorage,
+    DeletionStorage,
+    ReplaceableStorage,
+    EventStorage,
   ],
   exports: [
     SignatureVerifier,

@@ -1,12 +1,18 @@
 /**
- * The access gates of the write path (relay.md §5.2 steps 8–10 and 12), all
- * read on the writer: the author's moderation state, whether the author may
- * post in the event's channel, then the per-kind validators.
+ * The ordered gates of the write path (relay.md §5.2), each refusing with its own `OK` reason:
+ * first what the event is (kinds never taken here or on this transport, text that cannot be
+ * stored exactly, then its id and signature, clock and size limits, a known kind), then the access
+ * gates, all read on the writer (steps 8–10 and 12): the author's moderation state, whether the
+ * author may post in the event's channel, then the per-kind validators. IngestService runs them in
+ * that order.
  */
 import { Injectable } from '@nestjs/common';
 import { ChannelRepository } from '../channels/channel.repository.js';
 import { GROUP_KINDS } from '../channels/group-commands.service.js';
 import { NostrEvent } from '../nostr/nostr.types.js';
+import { checkEventLimits, checkStorableText } from '../nostr/event-validation.js';
+import { isEphemeral, isKnownKind, KIND, MEMBERSHIP_NOTIFICATION_KINDS, RELAY_ONLY_KINDS } from '../nostr/kinds.js';
+import { SignatureVerifier } from './signature-verifier.js';
 import { DatabaseService } from '@buzz-relay/read-path';
 import { ModerationRepository, Restriction } from '../moderation/moderation.repository.js';
 import { EventWriteRepository } from './event-write.repository.js';
@@ -34,6 +40,9 @@ const SELF_VALIDATING_KINDS = new Set<number>([
   GROUP_KINDS.DELETE_GROUP,
 ]);
 
+/** Over HTTP these give 400 (relay.md §3.2): presence needs a socket, gift wraps are WS-only upstream. */
+const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.GIFT_WRAP, KIND.PRESENCE]);
+
 @Injectable()
 export class IngestGates {
   constructor(
@@ -42,7 +51,27 @@ export class IngestGates {
     private readonly database: DatabaseService,
     private readonly events: EventWriteRepository,
     private readonly targets: TargetVisibility,
+    private readonly verifier: SignatureVerifier,
   ) {}
+
+  /** Kinds ingest never takes (or not on this transport), and text that cannot be stored exactly: refused, never acknowledged. */
+  beforeSignature(event: NostrEvent, transport: 'ws' | 'http'): void {
+    if (event.kind === 22242) reject(INGEST_REFUSALS.authEvent);
+    if (MEMBERSHIP_NOTIFICATION_KINDS.has(event.kind)) reject(INGEST_REFUSALS.membershipNotice);
+    if (RELAY_ONLY_KINDS.has(event.kind)) reject(INGEST_REFUSALS.relayOnlyKind);
+    if (transport === 'http' && WS_ONLY_KINDS.has(event.kind)) reject(INGEST_REFUSALS.webSocketOnlyKind(event.kind));
+    const text = checkStorableText(event);
+    if (!text.ok) reject(text.reason);
+  }
+
+  /** The id and Schnorr signature (worker threads), then the clock and size limits and a known kind. */
+  async signature(event: NostrEvent): Promise<void> {
+    const verdict = await this.verifier.verify(event);
+    if (!verdict.ok) reject(verdict.reason);
+    const limits = checkEventLimits(event, Math.floor(Date.now() / 1000));
+    if (!limits.ok) reject(limits.reason);
+    if (!isEphemeral(event.kind) && !isKnownKind(event.kind)) reject(INGEST_REFUSALS.unknownKind);
+  }
 
   /**
    * Starts the author's restriction lookup for moderationGate to apply later. An event refused

@@ -47,9 +47,9 @@ function pipeline() {
   const commands = new CommandRegistry();
   commands.register(command);
   const metrics = { eventsReceived: { inc: () => undefined }, eventsRejected: { inc: () => undefined } };
-  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never(), never());
   const verifier = { verify: () => verdict.promise } as unknown as SignatureVerifier;
-  const service = new IngestService(never(), verifier, never(), never(), never(), metrics as never, gates, never(), never(), never(), never(), never(), commands, never());
+  const gates = new IngestGates({ restrictionOf } as unknown as ModerationRepository, never(), never(), never(), never(), verifier);
+  const service = new IngestService(gates, commands, never(), never(), never(), metrics as never);
   return { service, verdict, lookups, restrictionOf, command };
 }
 
