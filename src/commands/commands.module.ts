@@ -15,10 +15,12 @@ import { ModerationCommands } from './moderation.commands.js';
 import { Nip43State } from './nip43-state.service.js';
 import { RelayAdminCommands } from './relay-admin.commands.js';
 import { ReportIntake } from './report.commands.js';
+import { MembershipChanges } from './membership-changes.service.js';
+import { WorkspaceProfiles } from './workspace-profiles.service.js';
 
 @Module({
   imports: [EventsModule, ModerationModule, TenancyModule, RedisModule],
-  providers: [CommandReplayGuard, Nip43State, RelayAdminCommands, ModerationCommands, ReportIntake],
+  providers: [CommandReplayGuard, Nip43State, MembershipChanges, WorkspaceProfiles, RelayAdminCommands, ModerationCommands, ReportIntake],
   exports: [RelayAdminCommands, ModerationCommands],
 })
 export class CommandsModule implements OnModuleInit {

@@ -24,7 +24,7 @@ import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { MODERATION_REFUSALS } from './moderation.refusals.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
-import type { Actor } from './relay-admin.commands.js';
+import { Actor, actorKey } from './actor.js';
 import { lowerHex64 } from '../nostr/hex.js';
 import type { EventCommand } from '../events/command-registry.js';
 
@@ -56,6 +56,7 @@ interface Resolution {
 @Injectable()
 export class ModerationCommands implements EventCommand {
   readonly kinds = MODERATION_KINDS;
+
   private readonly logger = new Logger('ModerationCommands');
 
   constructor(
@@ -199,8 +200,4 @@ function auditActionOf(action: ResolutionAction): string {
   if (action === 'dismiss') return 'dismiss_report';
   if (action === 'escalate') return 'escalate';
   return `resolve:${action}`;
-}
-
-function actorKey(actor: Actor): string | null {
-  return actor === 'operator' ? null : actor.pubkey;
 }
