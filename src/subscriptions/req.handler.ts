@@ -8,12 +8,9 @@
  */
 import { Injectable } from '@nestjs/common';
 import { NostrFilter } from '../nostr/nostr.types.js';
-import { ReadAccessService } from '../channels/read-access.service.js';
 import { PoolTimeoutError } from '@buzz-relay/read-path';
 import { MemoryRefusedError } from '../memory/memory-budget.js';
 import { MEMORY_REFUSALS } from '../memory/memory.refusals.js';
-import { BanGate } from '../moderation/ban-gate.service.js';
-import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { effectiveLimit, matchFilter } from '../nostr/filter.js';
 import { channelDecidesH } from '../events/event-read.queries.js';
 import { SearchService } from '../events/search.service.js';
@@ -22,12 +19,11 @@ import { EventQueryService } from '../events/event-query.service.js';
 import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { BanEnforcer } from './ban-enforcer.service.js';
 import { AUTH_REFUSALS } from './auth.refusals.js';
 import { HandlerGate, handlerRefusal } from './handler-gate.js';
 import { pageTarget, sendPageEose, sendPageTurn } from './history-page.js';
 import { OutputTurns } from './output-turns.js';
+import { ReadAdmission } from './read-admission.service.js';
 import { RelayConnection } from './relay-connection.js';
 import { closedFrame, closedReason, noticeFrame } from './ws-reasons.js';
 import { WS_REFUSALS } from './ws.refusals.js';
@@ -42,13 +38,10 @@ export class ReqHandler {
   constructor(
     private readonly queries: EventQueryService,
     private readonly counts: CountService,
-    private readonly readAccess: ReadAccessService,
     private readonly search: SearchService,
     private readonly gate: HandlerGate,
     private readonly metrics: RelayMetrics,
-    private readonly limits: RateLimitService,
-    private readonly bans: BanGate,
-    private readonly enforcer: BanEnforcer,
+    private readonly admission: ReadAdmission,
     private readonly turns: OutputTurns,
   ) {}
 
@@ -67,7 +60,7 @@ export class ReqHandler {
       conn.send(closedFrame(subId, WS_REFUSALS.tooManySubscriptions));
       return;
     }
-    const scope = await this.admit(conn, subId, filters, 'REQ');
+    const scope = await this.admission.admit(conn, subId, filters, 'REQ');
     if (!scope) return;
     if (filters.some((f) => f.search !== undefined)) {
       if (!filters.every((f) => f.search !== undefined)) {
@@ -93,7 +86,7 @@ export class ReqHandler {
   async handleCount(conn: RelayConnection, subId: string, filters: NostrFilter[]): Promise<void> {
     await conn.pendingAuth;
     if (conn.authState !== 'authenticated') return this.refuseUnauthenticated(conn, 'COUNT', subId);
-    const scope = await this.admit(conn, subId, filters, 'COUNT');
+    const scope = await this.admission.admit(conn, subId, filters, 'COUNT');
     if (!scope) return;
     try {
       const run = await this.gate.runRead(() => this.counts.count(scope, filters, { path: 'count_req', reader: conn.pubkey!, signal: conn.readSignal }), conn.pubkey);
@@ -122,28 +115,6 @@ export class ReqHandler {
   }
 
   /**
-   * Ban, quota, then access and gates, before anything is claimed: a refused REQ
-   * leaves an existing same-id subscription alone. Refusals are sub-scoped CLOSED.
-   */
-  private async admit(conn: RelayConnection, subId: string, filters: NostrFilter[], verb: 'REQ' | 'COUNT'): Promise<ReadScope | undefined> {
-    if (await this.refusedForBan(conn, subId)) return undefined;
-    const quota = await this.limits.ws(conn.communityId, conn.pubkey!, verb);
-    if (!quota.allowed) {
-      conn.send(closedFrame(subId, quota.reason));
-      return undefined;
-    }
-    try {
-      const decision = await this.readAccess.scopeFor(conn.communityId, conn.pubkey!, filters, verb === 'REQ' ? 'req' : 'count');
-      if (decision.ok) return decision.scope;
-      conn.send(closedFrame(subId, decision.reason));
-    } catch (err) {
-      conn.log.warn({ connId: conn.id, err }, 'channel access lookup failed');
-      conn.send(closedFrame(subId, closedReason(err, 'admission')));
-    }
-    return undefined;
-  }
-
-  /**
    * The filters' memory for the subscription's life, from the key's share of the process's
    * `filters` pool (src/memory): the bytes to claim with, or undefined once refused with CLOSED.
    * A refused REQ leaves an existing same-id subscription alone, like every admission refusal.
@@ -153,27 +124,6 @@ export class ReqHandler {
     if (typeof reserved === 'number') return reserved;
     conn.send(closedFrame(subId, reserved === 'key' ? MEMORY_REFUSALS.filterShare : MEMORY_REFUSALS.poolFull));
     return undefined;
-  }
-
-  /**
-   * A key banned since its AUTH (or whose proved NIP-OA owner is) reads nothing more: this
-   * request is refused and the connection revoked. The answer comes from this pod's ban cache
-   * when it has one (no query; see BanCache), else from the writer. A failed ban read refuses
-   * (fail closed).
-   */
-  private async refusedForBan(conn: RelayConnection, subId: string): Promise<boolean> {
-    let banned: boolean;
-    try {
-      banned = await this.bans.isBannedForRead(conn.communityId, conn.pubkey!, conn.nipOaOwner);
-    } catch (err) {
-      conn.log.warn({ connId: conn.id, err }, 'ban check failed');
-      conn.send(closedFrame(subId, closedReason(err, 'admission')));
-      return true;
-    }
-    if (!banned) return false;
-    if (!conn.subscriptions.has(subId)) conn.send(closedFrame(subId, BAN_REFUSALS.banned));
-    this.enforcer.revoke(conn);
-    return true;
   }
 
   private async streamHistory(conn: RelayConnection, subId: string, token: number, filters: NostrFilter[], scope: ReadScope): Promise<void> {

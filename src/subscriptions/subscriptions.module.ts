@@ -10,6 +10,7 @@ import { HandlerGate } from './handler-gate.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayGateway } from './relay.gateway.js';
+import { ReadAdmission } from './read-admission.service.js';
 import { ReqHandler } from './req.handler.js';
 
 @Module({
@@ -23,6 +24,7 @@ import { ReqHandler } from './req.handler.js';
     AccessRevoker,
     AuthHandler,
     EventHandler,
+    ReadAdmission,
     ReqHandler,
     RelayGateway,
   ],
