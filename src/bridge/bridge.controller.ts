@@ -15,7 +15,9 @@ import { annotateRequest } from '../common/request-annotations.js';
 import { CountService, CountTooBroadError, COUNT_TOO_BROAD_MESSAGE } from '../events/count.service.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
 import { parseBridgeFilters } from './bridge-filters.js';
-import { BridgeQueryService, BridgeReader } from './bridge-query.service.js';
+import { BridgeQueryService } from './bridge-query.service.js';
+import { BridgeReader } from './query-rows.js';
+import { QueryAnswerMemory } from './query-answer-memory.js';
 import { refusalError } from './refusal-status.js';
 
 @Controller()
@@ -25,6 +27,7 @@ export class BridgeController {
     private readonly bridge: BridgeQueryService,
     private readonly access: ReadAccessService,
     private readonly counts: CountService,
+    private readonly answers: QueryAnswerMemory,
   ) {}
 
   @Post('query')
@@ -33,7 +36,7 @@ export class BridgeController {
     const signal = clientGone(reply.raw);
     const { reader, filters } = await this.bind(req, body, true);
     // The answer's rows stay in the history memory pool until the response is written out (or the client is gone).
-    const answer = this.bridge.answerLease(reader.pubkey);
+    const answer = this.answers.lease(reader.pubkey);
     if (answer) reply.raw.once('close', () => answer.end());
     const events = await this.bridge.query({ ...reader, signal }, filters, answer);
     annotateRequest(req, { result_count: events.length });

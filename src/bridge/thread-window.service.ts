@@ -26,7 +26,7 @@ import { datastoreSpan, fromChannelCursor, histogram, withStatementDeadline } fr
 import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import { AUX_KINDS, AUX_SECOND_HOP_KINDS, ThreadParams, ThreadWindowRequest } from './bridge-params.js';
-import type { BridgeReader } from './bridge-query.service.js';
+import type { BridgeReader } from './query-rows.js';
 import {
   MAX_RESPONSE_BYTES,
   RequestDeadline,
