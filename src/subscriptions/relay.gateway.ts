@@ -1,7 +1,7 @@
 /**
  * The NIP-01 WebSocket endpoint. Thin: it owns the connection lifecycle (AUTH
- * challenge, ping/pong, frame-size gate, input pacing, teardown), holds what a client sends
- * before its AUTH has an outcome, and hands each parsed frame to its verb's handler.
+ * challenge, ping/pong, frame-size gate, input pacing, teardown) and hands each parsed frame to
+ * FrameRouter, which holds what a client sends before its AUTH has an outcome.
  */
 import { Inject, OnModuleDestroy } from '@nestjs/common';
 import { OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
@@ -14,19 +14,16 @@ import { parseClientMessage } from '../nostr/client-message.js';
 import { LifecycleState } from '../health/lifecycle-state.js';
 import { MemoryBudget } from '../memory/memory-budget.js';
 import { RelayMetrics } from '../metrics/relay-metrics.service.js';
-import { HeldMessage } from './auth-hold.js';
-import { AuthHandler } from './auth.handler.js';
 import { AUTH_REFUSALS } from './auth.refusals.js';
 import { ConnectionAdmission } from './connection-admission.service.js';
-import { EventHandler } from './event.handler.js';
+import { FrameRouter } from './frame-router.js';
 import { InputPacing } from './input-pacing.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputBudget } from './output-budget.js';
 import { PreAuthInput } from './preauth-input.js';
 import { OutputEvents, RelayConnection } from './relay-connection.js';
-import { ReqHandler } from './req.handler.js';
 import { tenantOf, ticketOf } from './relay-ws.adapter.js';
-import { closedFrame, noticeFrame } from './ws-reasons.js';
+import { noticeFrame } from './ws-reasons.js';
 import { WS_REFUSALS } from './ws.refusals.js';
 
 export const PING_INTERVAL_MS = 30_000;
@@ -55,9 +52,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     private readonly logger: PinoLogger,
     private readonly metrics: RelayMetrics,
     private readonly fanout: LiveFanout,
-    private readonly auth: AuthHandler,
-    private readonly events: EventHandler,
-    private readonly reqs: ReqHandler,
+    private readonly frames: FrameRouter,
     private readonly admission: ConnectionAdmission,
     private readonly memory: MemoryBudget,
     lifecycle: LifecycleState,
@@ -146,7 +141,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     }
     this.metrics.wsAuthTimeouts.inc();
     this.metrics.authOutcomes.inc({ method: 'nip42', outcome: 'timeout' });
-    this.endHold(conn, true);
+    this.frames.endHold(conn, true);
     conn.cancel(AUTH_TIMEOUT_CLOSE_CODE, AUTH_REFUSALS.deadline.wire);
   }
 
@@ -157,7 +152,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
   private authGraceOver(conn: RelayConnection): void {
     if (conn.authState !== 'pending' || conn.isCancelled) return;
     conn.authHold.expire();
-    if (conn.authFramesInFlight === 0) this.endHold(conn, true);
+    if (conn.authFramesInFlight === 0) this.frames.endHold(conn, true);
   }
 
   private onFrame(conn: RelayConnection, data: RawData, isBinary: boolean): void {
@@ -173,13 +168,13 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
     const text = isBinary ? decodeUtf8(buf) : buf.toString('utf8');
     if (text === undefined) return;
     const msg = parseClientMessage(text);
-    if (msg.type === 'AUTH') return void this.auth.handle(conn, msg.event).then(() => this.authOutcome(conn));
+    if (msg.type === 'AUTH') return void this.frames.authenticate(conn, msg.event).then(() => this.authOutcome(conn));
     if (conn.authState !== 'authenticated') this.preAuthInput.charge(conn, buf.length);
     // Until AUTH has an outcome, frames wait for it in order (AuthHold); once it has, anything
     // still held goes first.
-    if (conn.authState === 'pending') return this.holdOrRefuse(conn, msg, text, buf.length);
-    this.endHold(conn);
-    this.dispatch(conn, msg);
+    if (conn.authState === 'pending') return this.frames.holdOrRefuse(conn, msg, text, buf.length);
+    this.frames.endHold(conn);
+    this.frames.dispatch(conn, msg);
   }
 
   /**
@@ -191,72 +186,7 @@ export class RelayGateway implements OnGatewayConnection, OnModuleDestroy {
       this.preAuthInput.leave(conn);
       this.fanout.authenticated(conn);
     }
-    this.endHold(conn);
-  }
-
-  private dispatch(conn: RelayConnection, msg: HeldMessage): void {
-    switch (msg.type) {
-      case 'INVALID':
-        this.metrics.wsNotices.inc({ reason: 'invalid_message' });
-        conn.send(['NOTICE', `invalid message: ${msg.error}`]);
-        // A REQ or COUNT whose filters were refused also ends that request, and whatever held its
-        // id, so the client learns which subscription failed and none is left half-replaced.
-        if (msg.subId !== undefined) {
-          conn.retire(msg.subId);
-          conn.send(closedFrame(msg.subId, WS_REFUSALS.badMessage(msg.error)));
-        }
-        return;
-      case 'EVENT':
-        return void this.events.handle(conn, msg.event);
-      case 'REQ':
-        // A client whose output is full gets no new history to read and encode.
-        if (!conn.hasOutputRoom()) return conn.shedSubscription(msg.subId);
-        return void this.reqs.handleReq(conn, msg.subId, msg.filters, conn.noteReq(msg.subId));
-      case 'COUNT':
-        return void this.reqs.handleCount(conn, msg.subId, msg.filters);
-      case 'CLOSE':
-        return this.reqs.handleClose(conn, msg.subId);
-    }
-  }
-
-  /**
-   * A frame read before AUTH has an outcome: held while an AUTH may still come within the grace or
-   * is being verified; otherwise, or past the hold's bounds, answered now.
-   */
-  private holdOrRefuse(conn: RelayConnection, msg: HeldMessage, text: string, bytes: number): void {
-    const awaited = !conn.authHold.expired || conn.authFramesInFlight > 0;
-    if (awaited && conn.authHold.offer(msg, text, bytes) === 'held') return;
-    // Answered ahead of the held frames, so it supersedes held REQs for its id (NIP-01).
-    if ((msg.type === 'REQ' || msg.type === 'CLOSE' || msg.type === 'INVALID') && msg.subId !== undefined) conn.authHold.supersede(msg.subId);
-    this.refuse(conn, msg);
-  }
-
-  /** The usual answer to a frame from a connection that is not authenticated. */
-  private refuse(conn: RelayConnection, msg: HeldMessage): void {
-    switch (msg.type) {
-      case 'EVENT':
-        return this.events.refuseUnauthenticated(conn, msg.event);
-      case 'REQ':
-      case 'COUNT':
-        return this.reqs.refuseUnauthenticated(conn, msg.type, msg.subId);
-      default:
-        // CLOSE and unparsable frames need no authentication.
-        return this.dispatch(conn, msg);
-    }
-  }
-
-  /**
-   * The held frames once AUTH has an outcome: run in order when it succeeded, refused in order when
-   * it failed or the deadline passed (before the socket closes); a closed socket drops them.
-   */
-  private endHold(conn: RelayConnection, refuseAll = false): void {
-    if (conn.authHold.size === 0 || (conn.authState === 'pending' && !refuseAll)) return;
-    const held = conn.authHold.drain();
-    if (conn.isCancelled) return;
-    for (const msg of held) {
-      if (conn.authState === 'authenticated') this.dispatch(conn, msg);
-      else this.refuse(conn, msg);
-    }
+    this.frames.endHold(conn);
   }
 
   private heartbeat(): void {

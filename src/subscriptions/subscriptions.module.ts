@@ -10,6 +10,7 @@ import { HandlerGate } from './handler-gate.js';
 import { LiveFanout } from './live-fanout.service.js';
 import { OutputTurns } from './output-turns.js';
 import { RelayGateway } from './relay.gateway.js';
+import { FrameRouter } from './frame-router.js';
 import { ReadAdmission } from './read-admission.service.js';
 import { ReqHandler } from './req.handler.js';
 
@@ -26,6 +27,7 @@ import { ReqHandler } from './req.handler.js';
     EventHandler,
     ReadAdmission,
     ReqHandler,
+    FrameRouter,
     RelayGateway,
   ],
   exports: [RelayGateway, ConnectionAdmission],
