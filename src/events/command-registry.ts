@@ -17,12 +17,11 @@ export interface EventCommand {
 export class CommandRegistry {
   private readonly byKind = new Map<number, EventCommand>();
 
-  /** Registers a command for its kinds; a kind claimed twice is a wiring error. */
+  /** Registers a command for its kinds; a kind claimed twice is a wiring error, and registers none of them. */
   register(command: EventCommand): void {
-    for (const kind of command.kinds) {
-      if (this.byKind.has(kind)) throw new Error(`kind ${kind} already has a command`);
-      this.byKind.set(kind, command);
-    }
+    const taken = [...command.kinds].find((kind) => this.byKind.has(kind));
+    if (taken !== undefined) throw new Error(`kind ${taken} already has a command`);
+    for (const kind of command.kinds) this.byKind.set(kind, command);
   }
 
   /** The command that executes `kind`, or undefined for a kind that is stored. */
