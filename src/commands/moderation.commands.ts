@@ -18,7 +18,7 @@ import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { outranks, RANK, relayRank } from '../moderation/ranks.js';
 import { Authority, RelayAuthority } from '../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
-import { KIND } from '../nostr/kinds.js';
+import { KIND, MODERATION_KINDS } from '../nostr/kinds.js';
 import { reject } from '../nostr/refusal.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { MODERATION_REFUSALS } from './moderation.refusals.js';
@@ -28,13 +28,6 @@ import { Actor, actorKey } from './actor.js';
 import { lowerHex64 } from '../nostr/hex.js';
 import type { EventCommand } from '../events/command-registry.js';
 
-export const MODERATION_KINDS: ReadonlySet<number> = new Set([
-  KIND.MODERATION_BAN,
-  KIND.MODERATION_UNBAN,
-  KIND.MODERATION_TIMEOUT,
-  KIND.MODERATION_UNTIMEOUT,
-  KIND.MODERATION_RESOLVE_REPORT,
-]);
 
 const REASON_MAX = 512;
 const RESOLUTION_ACTIONS = ['delete', 'kick', 'ban', 'timeout', 'dismiss', 'escalate'] as const;

@@ -12,7 +12,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { RelayAuthority } from '../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
-import { KIND } from '../nostr/kinds.js';
+import { KIND, RELAY_ADMIN_KINDS } from '../nostr/kinds.js';
 import { reject } from '../nostr/refusal.js';
 import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { RELAY_ADMIN_REFUSALS } from './relay-admin.refusals.js';
@@ -23,13 +23,6 @@ import { MembershipChanges } from './membership-changes.service.js';
 import { WorkspaceProfiles, workspaceProfileOf } from './workspace-profiles.service.js';
 import type { EventCommand } from '../events/command-registry.js';
 
-export const RELAY_ADMIN_KINDS: ReadonlySet<number> = new Set([
-  KIND.RELAY_ADMIN_ADD_MEMBER,
-  KIND.RELAY_ADMIN_REMOVE_MEMBER,
-  KIND.RELAY_ADMIN_CHANGE_ROLE,
-  KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE,
-  KIND.NIP43_LEAVE_REQUEST,
-]);
 
 export const LEFT_RELAY = 'info: you have left this relay';
 

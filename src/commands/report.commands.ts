@@ -15,13 +15,12 @@ import { TARGET_NOT_FOUND } from '../events/ingest.refusals.js';
 import { REPORT_REFUSALS } from './report.refusals.js';
 import { TargetVisibility } from '../events/target-visibility.service.js';
 import { lowerHex64 } from '../nostr/hex.js';
-import { KIND } from '../nostr/kinds.js';
+import { KIND, REPORT_KINDS } from '../nostr/kinds.js';
 import type { EventCommand } from '../events/command-registry.js';
 
 /** NIP-56 report types, the third element of the target tag. */
 export const REPORT_TYPES: ReadonlySet<string> = new Set(['illegal', 'nudity', 'malware', 'spam', 'impersonation', 'profanity', 'other']);
 const NOTE_MAX = 4096;
-const REPORT_KINDS: ReadonlySet<number> = new Set([KIND.REPORT]);
 
 @Injectable()
 export class ReportIntake implements EventCommand {

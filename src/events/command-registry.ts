@@ -4,6 +4,7 @@
  * above events/ (src/commands/) and register the kinds they handle when their module starts.
  */
 import { Injectable } from '@nestjs/common';
+import { EXECUTED_KINDS } from '../nostr/kinds.js';
 import { NostrEvent } from '../nostr/nostr.types.js';
 
 /** One command family: the kinds it handles and how it executes one of them. */
@@ -24,8 +25,15 @@ export class CommandRegistry {
     for (const kind of command.kinds) this.byKind.set(kind, command);
   }
 
-  /** The command that executes `kind`, or undefined for a kind that is stored. */
+  /**
+   * The command that executes `kind`, or undefined for a kind that is stored. A kind the relay
+   * executes (EXECUTED_KINDS) with no command registered is a wiring fault (a composition without
+   * CommandsModule): it throws, so the event is refused as an internal error rather than stored
+   * as if it were an ordinary one.
+   */
   commandFor(kind: number): EventCommand | undefined {
-    return this.byKind.get(kind);
+    const command = this.byKind.get(kind);
+    if (command === undefined && EXECUTED_KINDS.has(kind)) throw new Error(`kind ${kind} is executed by the relay but no command is registered for it`);
+    return command;
   }
 }

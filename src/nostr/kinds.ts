@@ -4,6 +4,9 @@
  * Sets are `ReadonlySet<number>`; use the predicates below rather than re-listing ranges at call
  * sites. Where the spec ends a list with "…", the upstream kind registry filled the gap; each such
  * choice is commented.
+ *
+ * Over 350 lines: one table of every kind the relay treats specially, and the sets and predicates
+ * built from it, read together.
  */
 
 /** Named kinds the relay treats specially. Values are wire constants. */
@@ -232,6 +235,30 @@ export const NIP29_COMMAND_KINDS: ReadonlySet<number> = new Set([
   KIND.NIP29_JOIN_REQUEST,
   KIND.NIP29_LEAVE_REQUEST,
 ]);
+
+/** Moderation commands (§5.2 step 7): executed by the relay, never stored as events. */
+export const MODERATION_KINDS: ReadonlySet<number> = new Set([
+  KIND.MODERATION_BAN,
+  KIND.MODERATION_UNBAN,
+  KIND.MODERATION_TIMEOUT,
+  KIND.MODERATION_UNTIMEOUT,
+  KIND.MODERATION_RESOLVE_REPORT,
+]);
+
+/** Relay administration and NIP-43 leave (§5.2 step 11): executed, never stored. */
+export const RELAY_ADMIN_KINDS: ReadonlySet<number> = new Set([
+  KIND.RELAY_ADMIN_ADD_MEMBER,
+  KIND.RELAY_ADMIN_REMOVE_MEMBER,
+  KIND.RELAY_ADMIN_CHANGE_ROLE,
+  KIND.RELAY_ADMIN_SET_WORKSPACE_PROFILE,
+  KIND.NIP43_LEAVE_REQUEST,
+]);
+
+/** Reports (NIP-56): queued for the moderators, never stored as events. */
+export const REPORT_KINDS: ReadonlySet<number> = new Set([KIND.REPORT]);
+
+/** Every kind the relay executes instead of storing: one of them with no command to run it is refused, never stored. */
+export const EXECUTED_KINDS: ReadonlySet<number> = new Set([...MODERATION_KINDS, ...RELAY_ADMIN_KINDS, ...REPORT_KINDS]);
 
 /** 44100/44101: `invalid: membership notifications are relay-signed only` (§5.2 step 1). */
 export const MEMBERSHIP_NOTIFICATION_KINDS: ReadonlySet<number> = new Set([
