@@ -21,19 +21,6 @@ import { syncReadDeadline } from './read-deadline.js';
 
 type QueryCallback = (err: Error | null, result: unknown) => void;
 
-const BLOCK_SENT = Symbol('buzz.blockSent');
-
-/**
- * Says that a transaction block is open on `client` from the moment its BEGIN is sent (`true`)
- * until it is closed (`false`). A connection in pg's pipeline mode sends statements before the
- * server has answered BEGIN, so its own status (from the last ReadyForQuery) would still say
- * idle, and a session-level switch queued then would land inside the block, where a rollback
- * undoes it.
- */
-export function noteBlockSent(client: object, open: boolean): void {
-  (client as { [BLOCK_SENT]?: boolean })[BLOCK_SENT] = open;
-}
-
 function bringsOwnCallback(args: readonly unknown[]): boolean {
   const first = args[0] as { submit?: unknown; callback?: unknown } | null | undefined;
   if (typeof args[args.length - 1] === 'function') return true;
@@ -41,13 +28,6 @@ function bringsOwnCallback(args: readonly unknown[]): boolean {
 }
 
 export class CallbackQueryClient extends Client {
-  private [BLOCK_SENT]?: boolean;
-
-  /** pg's status from the last ReadyForQuery, except `T` while a block whose BEGIN was sent is open (noteBlockSent). */
-  override getTransactionStatus(): ReturnType<Client['getTransactionStatus']> {
-    return this[BLOCK_SENT] === true ? 'T' : super.getTransactionStatus();
-  }
-
   // pg's `query` has many overloads; every promise form ends up here as a callback form.
   override query(...args: unknown[]): never {
     const run = super.query as (...a: unknown[]) => never;

@@ -120,9 +120,6 @@ export function createReaderPool(cfg: PoolSettings, url: string, onError: PoolEr
     maxLifetimeSeconds: POOL_MAX_LIFETIME_SECS,
     query_timeout: READER_CLIENT_TIMEOUT_MS,
     Client: statementCachingClient(cfg.statementCacheSize),
-    // Statements go out without waiting for the previous answer, so a proved read's page travels
-    // behind its proof (routing/reader-tx.ts openProvedReader). pg's option, not in its types.
-    ...{ pipeline: true },
   });
   return withErrorListener(pool, 'reader', onError);
 }

@@ -5,7 +5,6 @@
  * transaction-local statement deadline (design choice §2.1).
  */
 import { cancelOnAbort } from '../database/cancel-request.js';
-import { noteBlockSent } from '../database/callback-query-client.js';
 import { Logger } from '@nestjs/common';
 import { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { PoolClient } from 'pg';
@@ -41,10 +40,10 @@ export class ReadAfterReleaseError extends Error {
  * builder and `sql` template queries alike.
  */
 class ReleaseGuard implements KyselyPlugin {
-  constructor(private readonly released: () => boolean) {}
+  constructor(private readonly tx: ReaderTx) {}
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    if (this.released()) throw new ReadAfterReleaseError('a reader transaction');
+    if (this.tx.isReleased()) throw new ReadAfterReleaseError('a reader transaction');
     return args.node;
   }
 
@@ -72,10 +71,9 @@ export class ReaderTx implements AsyncDisposable {
     readonly entry: ProofEntry,
     readonly backend: string,
     private readonly permit?: HistoryPermit,
-    db?: Kysely<DB>,
   ) {
     // A plugin on the connection's cached handle: no new dialect or driver per transaction.
-    this.db = db ?? guardedHandle(client, () => this.released);
+    this.db = kyselyOn(client).withPlugin(new ReleaseGuard(this));
   }
 
   isReleased(): boolean {
@@ -112,7 +110,6 @@ export class ReaderTx implements AsyncDisposable {
     );
     this.returned = Promise.race([rollback, bound]).then((err) => {
       clearTimeout(timer);
-      noteBlockSent(this.client, false);
       this.client.release(err);
     });
   }
@@ -147,30 +144,14 @@ export class AuroraIdentityCache {
   }
 }
 
-/** A proved transaction, and the request's first statement's result when it was sent behind the proof. */
-export interface ProvedReader<T> {
-  readonly tx: ReaderTx;
-  /** Set when `first` ran pipelined (openProvedReader): its result, read on `tx`'s snapshot. */
-  readonly first?: Promise<T>;
-}
-
-/**
- * One reader checkout, proved. With `first` (the request's work) on a connection in pipeline
- * mode (database/pools.ts), the work starts right after the proof is sent, so its first statement
- * travels behind BEGIN and the heartbeat read instead of a round trip later: a proved read costs
- * the round trip of its page. The work's result is only handed out with a proof that held; when
- * the proof fails, the connection is dropped (which fails whatever the work still had on it) and
- * the work is waited for, so it never runs twice at once when the caller re-runs it elsewhere.
- */
-export async function openProvedReader<T = never>(
+export async function openProvedReader(
   db: DatabaseService,
   ring: ProofRing,
   aurora: AuroraIdentityCache,
   operation: ReaderPoolOperation,
   permit?: HistoryPermit,
   genericPlan = false,
-  first?: (db: Kysely<DB>) => Promise<T>,
-): Promise<ProvedReader<T> | ProofFailure> {
+): Promise<ReaderTx | ProofFailure> {
   let client: PoolClient;
   try {
     client = await db.acquireReader(operation);
@@ -181,71 +162,14 @@ export async function openProvedReader<T = never>(
   const deadline = new Promise<'reader_proof_timeout'>((resolve) => {
     timer = setTimeout(() => resolve('reader_proof_timeout'), PROOF_DEADLINE_MS);
   });
-  const proving = new Proving(client, first);
-  const proof = prove(proving, ring, aurora, permit, genericPlan);
+  const proof = prove(client, ring, aurora, permit, genericPlan);
   proof.catch(() => undefined);
   const outcome = await Promise.race([proof, deadline]);
   clearTimeout(timer);
-  if (typeof outcome !== 'string') return outcome;
-  await proving.fail(outcome);
+  if (outcome instanceof ReaderTx) return outcome;
+  // The connection may be mid-statement or inside an aborted transaction: never pool it again.
+  client.release(new Error(`reader proof failed: ${outcome}`));
   return outcome;
-}
-
-/**
- * The connection while its proof is out: the guarded handle the transaction will use, and the
- * request's first statement if it went out pipelined.
- */
-class Proving<T> {
-  readonly db: Kysely<DB>;
-  first: Promise<T> | undefined;
-  private failed = false;
-  private tx: ReaderTx | undefined;
-
-  constructor(
-    readonly client: PoolClient,
-    private readonly work: ((db: Kysely<DB>) => Promise<T>) | undefined,
-  ) {
-    this.db = guardedHandle(client, () => this.failed || this.tx?.isReleased() === true);
-  }
-
-  /** Called right after BEGIN and the heartbeat read were handed to the connection. */
-  sent(): void {
-    noteBlockSent(this.client, true);
-    if (this.work === undefined || !pipelines(this.client)) return;
-    this.first = this.work(this.db);
-    this.first.catch(() => undefined);
-  }
-
-  proved(entry: ProofEntry, backend: string, permit: HistoryPermit | undefined): ProvedReader<T> {
-    this.tx = new ReaderTx(this.client, entry, backend, permit, this.db);
-    return { tx: this.tx, first: this.first };
-  }
-
-  /** The proof failed: the connection may be mid-statement or inside an aborted transaction, so it is never pooled again. */
-  async fail(why: ProofFailure): Promise<void> {
-    this.failed = true;
-    if (this.first !== undefined) dropSocket(this.client);
-    this.client.release(new Error(`reader proof failed: ${why}`));
-    await this.first?.catch(() => undefined);
-  }
-}
-
-/** Whether the connection sends statements without waiting for the previous one's answer (pg's pipeline mode). */
-function pipelines(client: PoolClient): boolean {
-  return (client as unknown as { pipeline?: boolean }).pipeline === true;
-}
-
-/**
- * Closes the connection's socket now: statements still on it fail at once. pg in pipeline mode
- * would otherwise end the connection only after they finished, however long that takes.
- */
-function dropSocket(client: PoolClient): void {
-  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-}
-
-/** The connection's cached Kysely handle with the release guard (no new dialect or driver per transaction). */
-function guardedHandle(client: PoolClient, released: () => boolean): Kysely<DB> {
-  return kyselyOn(client).withPlugin(new ReleaseGuard(released));
 }
 
 /**
@@ -307,8 +231,7 @@ async function proofStatement(client: PoolClient, isAurora: boolean): Promise<(d
   return (deadline, generic) => `EXECUTE ${name}(${deadline}, ${generic})`;
 }
 
-async function prove<T>(proving: Proving<T>, ring: ProofRing, aurora: AuroraIdentityCache, permit: HistoryPermit | undefined, genericPlan: boolean): Promise<ProvedReader<T> | ProofFailure> {
-  const { client } = proving;
+async function prove(client: PoolClient, ring: ProofRing, aurora: AuroraIdentityCache, permit: HistoryPermit | undefined, genericPlan: boolean): Promise<ReaderTx | ProofFailure> {
   const isAurora = await aurora.probe(client);
   let deadlineMs: number;
   try {
@@ -324,9 +247,9 @@ async function prove<T>(proving: Proving<T>, ring: ProofRing, aurora: AuroraIden
     // replica's 16 partitions a custom plan cost about 0.7 ms of Postgres CPU per page). A proof
     // that fails below rolls the transaction back, settings included.
     const proof = await proofStatement(client, isAurora);
-    const answer = client.query(`BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; ${proof(`'${deadlineMs}'`, genericPlan ? 'true' : 'false')}`);
-    proving.sent();
-    const results = (await answer) as unknown as Array<{ rows: Array<{ token: string; epoch: string; backend: string }> }>;
+    const results = (await client.query(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; ${proof(`'${deadlineMs}'`, genericPlan ? 'true' : 'false')}`,
+    )) as unknown as Array<{ rows: Array<{ token: string; epoch: string; backend: string }> }>;
     row = results[1]?.rows[0];
   } catch (err) {
     logger.warn({ err }, 'reader heartbeat read failed');
@@ -338,5 +261,5 @@ async function prove<T>(proving: Proving<T>, ring: ProofRing, aurora: AuroraIden
   if (resolved.kind === 'token_behind') return 'reader_token_behind';
   // No log line for a proof: one per read would be the loudest line of an importer's log (Nest's
   // default logger prints debug); the decision is in buzz_db_route_decision and the read's span.
-  return proving.proved(resolved.entry, row.backend, permit);
+  return new ReaderTx(client, resolved.entry, row.backend, permit);
 }

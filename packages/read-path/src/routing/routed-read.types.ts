@@ -57,12 +57,6 @@ export interface ReplicaPageRules<T> {
  * exactly one event. Rejections (seed 000: history cap, saturated reader) are not a variant here
  * on purpose: they are thrown as HistoryReadRejectedError (database/database-errors.ts).
  */
-export type RouteDecision<T = never> =
+export type RouteDecision =
   | { readonly target: 'writer' }
-  | {
-      readonly target: 'replica';
-      readonly tx: ReaderTx;
-      readonly verdict: 'covered' | 'fresh';
-      /** The request's work, already started on `tx` behind the proof (reader-tx.ts openProvedReader). */
-      readonly first?: Promise<T>;
-    };
+  | { readonly target: 'replica'; readonly tx: ReaderTx; readonly verdict: 'covered' | 'fresh' };

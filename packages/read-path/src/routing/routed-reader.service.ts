@@ -125,14 +125,14 @@ export class RoutedReader {
    */
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
-      const decision = await this.route(req, work);
+      const decision = await this.route(req);
       const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
       if (decision.target === 'writer') return onWriter();
       const { tx } = decision;
       let result: T;
       const cancel = tx.cancelOnAbort(req.signal);
       try {
-        result = await (decision.first ?? work(tx.db));
+        result = await work(tx.db);
       } catch (caught) {
         const err = toDatabaseError(caught);
         if (cancel.dispose()) return this.abandoned(req, tx, err);
@@ -156,7 +156,7 @@ export class RoutedReader {
    */
   async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>, rules: ReplicaPageRules<T> = {}): Promise<{ page: T; session: ReadSession }> {
     return this.spanned(req, async () => {
-      const decision = await this.route(req, page);
+      const decision = await this.route(req);
       const onWriter = async () => ({
         page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal, tenant: req.tenant }),
         session: this.writerSession(req.tenant),
@@ -165,7 +165,7 @@ export class RoutedReader {
       const { tx } = decision;
       let result: T;
       try {
-        result = await (decision.first ?? page(tx.db));
+        result = await page(tx.db);
       } catch (caught) {
         return this.replicaFailed(req, tx, toDatabaseError(caught), onWriter, rules.surface);
       }
@@ -318,7 +318,7 @@ export class RoutedReader {
    * `rejected/<reason>` and thrown as HistoryReadRejectedError: it is never a writer outcome.
    * Private: the reader transaction it opens never leaves this class except inside a ReadSession.
    */
-  private async route<T = never>(req: RouteRequest, work?: (db: Kysely<DB>) => Promise<T>): Promise<RouteDecision<T>> {
+  private async route(req: RouteRequest): Promise<RouteDecision> {
     // No reader, or no probe in this process (ReplicaFenceModule probe: false): nothing is ever proved.
     if (!this.hasReader || !this.fence.probes) return this.toWriter(req.path, 'disabled');
     const newest = this.fence.ring.newest();
@@ -329,22 +329,19 @@ export class RoutedReader {
     // The permit is taken after the pre-check (a read bound for the writer never waits on the
     // gate) and before the acquire (no connection is held while a read waits for a permit).
     const permit = operation === 'subscription_history' ? await this.admit(req.path, req.tenant, req.heavy === true) : undefined;
-    const proved = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true, work);
-    if (typeof proved === 'string') {
+    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
+    if (!(tx instanceof ReaderTx)) {
       permit?.release();
-      if (proved === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
-      if (proved === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
-      return this.toWriter(req.path, proved, proved);
+      if (tx === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
+      if (tx === 'reader_acquire_timeout') this.logger.warn({ path: req.path }, 'reader pool acquire timed out; routing to writer');
+      return this.toWriter(req.path, tx, tx);
     }
-    const { tx, first } = proved;
     const verdict = this.check(req, tx.entry, 'proved');
     if (!verdict.ok) {
       tx.release();
-      // Work sent behind the proof finishes before the caller runs it again on the writer.
-      await first?.catch(() => undefined);
       return this.toWriter(req.path, 'stale', 'replica_lag');
     }
-    return { target: 'replica', tx, verdict: verdict.verdict, first };
+    return { target: 'replica', tx, verdict: verdict.verdict };
   }
 }
 
