@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { EventsModule } from '../events/events.module.js';
+import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { TenancyModule } from '../tenancy/tenancy.module.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { BridgeAdmission } from './bridge-admission.service.js';
@@ -17,7 +18,7 @@ import { ThreadWindowRepository } from './thread-window.repository.js';
 import { ThreadWindowService } from './thread-window.service.js';
 
 @Module({
-  imports: [EventsModule, AuthModule, TenancyModule, RedisModule],
+  imports: [EventsModule, AuthModule, TenancyModule, RedisModule, RateLimitModule],
   // RelaySigner comes from ChannelsModule (via EventsModule): one relay key for stored state and overlays.
   providers: [BridgeAdmission, BridgeReadsRepository, BridgeQueryService, ChannelWindowService, BridgePresence, QueryAnswerMemory, ThreadWindowRepository, ThreadWindowService],
   controllers: [BridgeController, EventsController, Nip11Controller, ModerationController],

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module.js';
+import { HealthModule } from '../health/health.module.js';
+import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { AccessRevoker } from './access-revoker.service.js';
 import { AuthHandler } from './auth.handler.js';
@@ -15,7 +17,7 @@ import { ReadAdmission } from './read-admission.service.js';
 import { ReqHandler } from './req.handler.js';
 
 @Module({
-  imports: [EventsModule, RedisModule],
+  imports: [EventsModule, RedisModule, RateLimitModule, HealthModule],
   providers: [
     { provide: OutputTurns, useFactory: () => new OutputTurns() },
     ConnectionAdmission,
