@@ -4,7 +4,7 @@
  * this file); every other event joins the writer's grouped commit.
  */
 import { Injectable } from '@nestjs/common';
-import { isAddressable, isReplaceable } from '../../nostr/kinds.js';
+import { isAddressable, isReplaceable, KIND } from '../../nostr/kinds.js';
 import { EventWriter, WriteOutcome } from '../event-writer.service.js';
 import { StoredEventInput } from '../stored-event.js';
 import { DeletionStorage } from './deletion.storage.js';
@@ -30,8 +30,8 @@ export class EventStorage {
 
   private strategyFor({ event, channelId }: StoredEventInput): StorageStrategy | undefined {
     if (channelId && this.groupCommands.handles(event.kind)) return this.groupCommands;
-    if (event.kind === 7) return this.reactions;
-    if (event.kind === 5) return this.deletions;
+    if (event.kind === KIND.REACTION) return this.reactions;
+    if (event.kind === KIND.DELETION) return this.deletions;
     if (isReplaceable(event.kind) || isAddressable(event.kind)) return this.replaceables;
     return undefined;
   }
