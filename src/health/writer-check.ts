@@ -43,8 +43,8 @@ export function checkWriter(db: DatabaseService, timeoutMs = WRITER_CHECK_TIMEOU
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       if (acquired) return resolve('query_timeout');
-      const pool = db.writerPool;
-      resolve(pool.totalCount >= db.settings.poolSize && pool.idleCount === 0 ? 'pool_full' : 'pool_timeout');
+      const pool = db.poolSamples().writer;
+      resolve(pool.total >= pool.max && pool.idle === 0 ? 'pool_full' : 'pool_timeout');
       abort.abort(new PoolTimeoutError(ACQUIRE_TIMEOUT_MESSAGE));
     }, timeoutMs);
     timer.unref();

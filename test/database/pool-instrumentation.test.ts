@@ -21,6 +21,7 @@ import { relayEnv } from '../harness/relay-fixture.js';
 import { startRelay } from '../harness/relay-process.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, metricValue, startDatabaseLayer } from '../routing/database-layer.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -70,7 +71,7 @@ describe('writer pairs and the cancelled outcome', () => {
     expect(await attempts('subscription_history', 'success')).toBe(ok0); // one terminal outcome only
     // The connection handed over after the abort went back to the pool: the next read is served.
     expect(await layer.routed.writerRead('subscription_history', async () => 'served')).toBe('served');
-    await eventually('the pool is idle again', async () => layer.database.writerPool.idleCount === 1 && layer.database.writerPool.waitingCount === 0);
+    await eventually('the pool is idle again', async () => writerPoolOf(layer.database).idleCount === 1 && writerPoolOf(layer.database).waitingCount === 0);
   });
 });
 
@@ -85,7 +86,7 @@ describe('the spare writer connection (issue 17)', () => {
   const turn = () => new Promise((r) => setImmediate(r));
 
   it('is opened in the background when a checkout leaves none idle, is not a checkout itself, and never passes the ceiling', async () => {
-    const pool = layer.database.writerPool;
+    const pool = writerPoolOf(layer.database);
     await eventually('the pool holds its minimum of 2, idle', async () => pool.totalCount === 2 && pool.idleCount === 2);
     const s0 = await started('authorization');
     const first = await layer.database.acquireWriter('authorization');

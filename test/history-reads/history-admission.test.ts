@@ -23,7 +23,7 @@ import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, type DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from '../routing/database-layer.js';
 import { newCommunity } from '../routing/fixtures.js';
-import { readerPoolOf, readerSaturated } from '../harness/reader-pool.js';
+import { readerPoolOf, readerSaturated } from '../harness/pools.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -300,12 +300,12 @@ describe('match_nothing_reads_take_no_connection', () => {
       expect(Object.keys(o.routes)[0]).toMatch(/^count_req\/writer\/reader_(acquire_timeout|proof_timeout)$/);
       expect(Object.keys(o.routes).some((k) => k.includes('rejected'))).toBe(false);
       // Its connection is gone; the next read's dial hangs, so it is shed.
-      await waitUntil('the frozen connection closed', () => pool.totalCount === 0 || layer.database.readerDialsFailing());
-      if (!layer.database.readerDialsFailing()) {
+      await waitUntil('the frozen connection closed', () => pool.totalCount === 0 || layer.readers.dialsFailing());
+      if (!layer.readers.dialsFailing()) {
         const shed = await observe(count);
         expect(shed.routes).toEqual({ 'count_req/rejected/reader_acquire_timeout': 1 });
       }
-      await waitUntil('a dial to the frozen replica failed', () => layer.database.readerDialsFailing(), 10_000);
+      await waitUntil('a dial to the frozen replica failed', () => layer.readers.dialsFailing(), 10_000);
       // Down: the writer serves. (The proof is renewed: the probe is stopped in this layer
       // and the wait above may have aged it past the budget.)
       layer.proof.open(FAR_WALL);

@@ -21,6 +21,7 @@ import { RelayConnection } from '../../src/subscriptions/relay-connection.js';
 import { newIdentity } from '../harness/nostr-clients.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { DatabaseLayer, startDatabaseLayer } from '../routing/database-layer.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 interface Client {
   readonly conn: RelayConnection;
@@ -39,7 +40,7 @@ const open = new Set<RelayConnection>();
 beforeAll(async () => {
   db = await createTestDatabase();
   layer = await startDatabaseLayer(db);
-  ({ rows: [{ id: communityId }] } = await layer.database.writerPool.query<{ id: string }>(`insert into communities (host, name) values ('bans.test', 'bans') returning id`));
+  ({ rows: [{ id: communityId }] } = await writerPoolOf(layer.database).query<{ id: string }>(`insert into communities (host, name) values ('bans.test', 'bans') returning id`));
   moderation = new ModerationRepository(layer.database, layer.routed);
   notices = new BanNotices();
   const fanout = { connections: () => open.values() } as unknown as LiveFanout;
@@ -86,7 +87,7 @@ function client(pubkey: string, nipOaOwner?: string): Client {
 }
 
 async function ban(pubkey: string, expired = false): Promise<void> {
-  await layer.database.writerPool.query(`insert into bans (community_id, pubkey, expires_at) values ($1, $2, $3)`, [communityId, pubkey, expired ? new Date(Date.now() - 60_000) : null]);
+  await writerPoolOf(layer.database).query(`insert into bans (community_id, pubkey, expires_at) values ($1, $2, $3)`, [communityId, pubkey, expired ? new Date(Date.now() - 60_000) : null]);
 }
 
 function expectRevoked(c: Client): void {

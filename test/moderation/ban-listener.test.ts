@@ -29,6 +29,7 @@ import { newIdentity } from '../harness/nostr-clients.js';
 import { startTcpProxy, TcpProxy } from '../harness/tcp-proxy.js';
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { DatabaseLayer, metricValue, startDatabaseLayer } from '../routing/database-layer.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let layer: DatabaseLayer;
@@ -45,7 +46,7 @@ let resyncs = 0;
 beforeAll(async () => {
   db = await createTestDatabase();
   layer = await startDatabaseLayer(db);
-  writer = layer.database.writerPool;
+  writer = writerPoolOf(layer.database);
   ({ rows: [{ id: communityId }] } = await writer.query<{ id: string }>(`insert into communities (host, name) values ('listen.test', 'listen') returning id`));
   const url = new URL(db.writerUrl);
   proxy = await startTcpProxy(url.hostname, Number(url.port));

@@ -17,6 +17,7 @@ import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js
 import { PROBE_APPLICATION_NAME, PROBE_DEADLINE_MS } from '../../packages/read-path/src/replica-fence/replica-fence.constants.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, metricValue, startDatabaseLayer } from '../routing/database-layer.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -59,11 +60,11 @@ describe('fence probe loop', () => {
   });
 
   it('fence_probe_beats_while_serving_writer_pool_is_exhausted (two fresh beats, exactly one probe session)', async () => {
-    expect(layer.database.writerPool.options.max).toBe(1);
-    const held = await layer.database.writerPool.connect();
+    expect(writerPoolOf(layer.database).options.max).toBe(1);
+    const held = await writerPoolOf(layer.database).connect();
     try {
       // The serving pool's only connection is held: a probe on it would wait out the 3 s acquire timeout.
-      await expect(layer.database.writerPool.connect()).rejects.toThrow(/timeout/);
+      await expect(writerPoolOf(layer.database).connect()).rejects.toThrow(/timeout/);
       await layer.fence.waitForBeats(2, 3000);
       expect(layer.fence.ring.heartbeatAgeMs()!).toBeLessThan(1000);
       expect(await probeSessions()).toBe(1);

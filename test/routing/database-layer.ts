@@ -8,6 +8,7 @@ import { Pool } from 'pg';
 import { register } from 'prom-client';
 import { loadConfig } from '../../src/config/app-config.js';
 import { DatabaseService } from '../../packages/read-path/src/database/database.service.js';
+import { ReaderPool } from '../../packages/read-path/src/database/reader-pool.js';
 import { DatabaseMetrics } from '../../packages/read-path/src/metrics/database-metrics.service.js';
 import { ReplicaFenceService } from '../../packages/read-path/src/replica-fence/replica-fence.service.js';
 import { relayDatabaseModules } from '../../src/relay-database.modules.js';
@@ -18,6 +19,8 @@ import type { TestDatabase } from '../harness/test-database.js';
 export interface DatabaseLayer {
   readonly app: INestApplicationContext;
   readonly database: DatabaseService;
+  /** The reader pool the routing layer checks out (not exported by the package). */
+  readonly readers: ReaderPool;
   readonly fence: SteppedReplicaFence;
   readonly routed: RoutedReader;
   readonly metrics: DatabaseMetrics;
@@ -44,6 +47,7 @@ export async function startDatabaseLayer(db: TestDatabase, env: Record<string, s
   return {
     app,
     database: app.get(DatabaseService),
+    readers: app.get(ReaderPool),
     fence,
     routed: app.get(RoutedReader),
     metrics: app.get(DatabaseMetrics),

@@ -17,7 +17,7 @@ import { RoutePaths, UnknownRoutePathError } from '../../packages/read-path/src/
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { closedReason } from '../../src/subscriptions/ws-reasons.js';
 import { FenceProof } from '../harness/fence-proof.js';
-import { readerPoolOf } from '../harness/reader-pool.js';
+import { readerPoolOf } from '../harness/pools.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, routeDecisions, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { countRows, insertRow, newCommunity } from './fixtures.js';
@@ -168,7 +168,7 @@ describe('real faults leave the door typed; the one filter and the one WS mapper
         // Idle connections to a stopped server are dropped by the pool once they error.
         return pool.idleCount === 0;
       }, 10_000);
-      const err = await layer.database.acquireReader('maintenance').then(
+      const err = await layer.readers.acquire('maintenance').then(
         (c) => (c.release(), 'connected'),
         (e: unknown) => e,
       );

@@ -40,7 +40,7 @@ async function transactionTimeout(layer: DatabaseLayer): Promise<{ s: string; ba
 }
 
 async function sessionTimeout(layer: DatabaseLayer): Promise<{ s: string; backend: number }> {
-  const client = await layer.database.acquireReader('maintenance');
+  const client = await layer.readers.acquire('maintenance');
   try {
     const { rows } = await client.query<{ s: string; backend: number }>(`select current_setting('statement_timeout') as s, pg_backend_pid() as backend`);
     return rows[0];
@@ -79,7 +79,7 @@ describe('reader transaction settings', () => {
       });
     const first = await read();
     expect(first).toEqual({ jit: 'off', replica: true, backend: first.backend });
-    const client = await layer.database.acquireReader('maintenance');
+    const client = await layer.readers.acquire('maintenance');
     try {
       const { rows } = await client.query<{ jit: string; backend: number }>(`select current_setting('jit') as jit, pg_backend_pid() as backend`);
       expect(rows[0]).toEqual({ jit: 'on', backend: first.backend });

@@ -15,7 +15,7 @@ import { HistoryReadRejectedError } from '../../packages/read-path/src/database/
 import { createTestDatabase, TestDatabase } from '../harness/test-database.js';
 import { startTcpProxy, TcpProxy } from '../harness/tcp-proxy.js';
 import { delta, routeDecisions, startDatabaseLayer, waitUntil, type DatabaseLayer } from './database-layer.js';
-import { readerPoolOf } from '../harness/reader-pool.js';
+import { readerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
@@ -87,7 +87,7 @@ it('sheds reads to a black hole until a dial fails, then falls back to the write
   const first = await burst(1);
   expect(first.served).toEqual(['rejected']);
   expect(first.routes).toEqual({ 'req_historical/rejected/reader_acquire_timeout': 1 });
-  await waitUntil('the dial failed', () => layer.database.readerDialsFailing(), 10_000);
+  await waitUntil('the dial failed', () => layer.readers.dialsFailing(), 10_000);
   const after = await burst(1);
   expect(after.served).toEqual(['writer']);
   expect(after.routes).toEqual({ 'req_historical/writer/reader_acquire_timeout': 1 });

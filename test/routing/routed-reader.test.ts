@@ -12,7 +12,7 @@ import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { channelPage, countRows, insertRow, newCommunity, randomUUID } from './fixtures.js';
-import { readerPoolOf } from '../harness/reader-pool.js';
+import { readerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let admin: Pool;

@@ -8,6 +8,7 @@ import { Pool } from 'pg';
 import { BOUNDED } from '../../packages/read-path/src/routing/route-predicate.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, routeDecisions, spills, startDatabaseLayer, waitUntil } from './database-layer.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 const support = faultSupport();
 const maybe = support.supported ? describe : describe.skip;
@@ -102,7 +103,7 @@ maybe('routing under real faults', () => {
   }, 30_000);
 
   it('serving writer pool exhausted: the probe keeps beating and routed reads stay on the replica', async () => {
-    const held = await Promise.all([layer.database.writerPool.connect(), layer.database.writerPool.connect()]);
+    const held = await Promise.all([writerPoolOf(layer.database).connect(), writerPoolOf(layer.database).connect()]);
     try {
       await layer.fence.waitForBeats(2, 3000);
       const r = await readUntil((d) => d['req_historical/replica/fresh'] === 1);

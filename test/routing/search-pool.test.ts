@@ -19,6 +19,7 @@ import { FenceProof } from '../harness/fence-proof.js';
 import { createTestDatabase, faultSupport, type TestDatabase } from '../harness/test-database.js';
 import { adminPool, DatabaseLayer, delta, metricValue, routeDecisions, startDatabaseLayer, waitUntil } from './database-layer.js';
 import { insertRow, newCommunity } from './fixtures.js';
+import { writerPoolOf } from '../harness/pools.js';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -156,7 +157,7 @@ describe('search pool on the replica (READ_DATABASE_URL set)', () => {
 
   it('a burst larger than the gate: the excess is shed with history_read_cap, no writer connection is taken, the admitted searches are right', async () => {
     const [w0, s0, r0] = [await writerStarted(), await searchStarted(), await routeDecisions()];
-    const writerBusy0 = h.layer.database.writerPool.totalCount - h.layer.database.writerPool.idleCount;
+    const writerBusy0 = writerPoolOf(h.layer.database).totalCount - writerPoolOf(h.layer.database).idleCount;
     const served = await heldBurst(
       h,
       6,
@@ -167,7 +168,7 @@ describe('search pool on the replica (READ_DATABASE_URL set)', () => {
         expect(await sessions(replicaAdmin, SEARCH_APPLICATION_NAME)).toBe(2);
         expect(await sessions(admin, SEARCH_APPLICATION_NAME)).toBe(0);
         expect(await writerStarted()).toBe(w0);
-        expect(h.layer.database.writerPool.totalCount - h.layer.database.writerPool.idleCount).toBe(writerBusy0);
+        expect(writerPoolOf(h.layer.database).totalCount - writerPoolOf(h.layer.database).idleCount).toBe(writerBusy0);
         h.layer.fence.sample();
         expect(await metricValue('buzz_db_pool_connections', { pool_role: 'search', state: 'active' })).toBe(2);
         expect(await metricValue('buzz_db_pool_max_connections', { pool_role: 'search' })).toBe(2);

@@ -14,6 +14,7 @@ import { register } from 'prom-client';
 import { DatabaseModule } from './database/database.module.js';
 import type { DatabaseModuleOptions } from './database/database.options.js';
 import { DatabaseService } from './database/database.service.js';
+import { ReaderPool } from './database/reader-pool.js';
 import { HistoryReadGate } from './history-reads/history-read-gate.js';
 import { HistoryReadsModule } from './history-reads/history-reads.module.js';
 import { ReplicaFenceModule } from './replica-fence/replica-fence.module.js';
@@ -132,6 +133,20 @@ const OPTIONS: DatabaseModuleOptions = {
   migrate: false,
   partitionMaintenance: false,
 };
+
+describe('@buzz-relay/read-path: the reader pool is the routing layer\'s door', () => {
+  it('no entry point exports ReaderPool, so an importer cannot inject it', async () => {
+    for (const entry of ['./index.js', './internal.js']) {
+      const exported = Object.values((await import(entry)) as Record<string, unknown>);
+      expect(exported).not.toContain(ReaderPool);
+    }
+  });
+
+  it('DatabaseService offers the reader\'s state, never a reader checkout', () => {
+    const members = Object.getOwnPropertyNames(DatabaseService.prototype).filter((m) => /reader/i.test(m));
+    expect(members.sort()).toEqual(['getReaderState', 'hasReader', 'pingReader', 'readerUrl']);
+  });
+});
 
 describe('@buzz-relay/read-path: kysely', () => {
   it('re-exports the Kysely and sql its handles are built with', async () => {

@@ -96,7 +96,7 @@ export class OwnWordingFailure extends Error {
   }
 }
 
-/** pg-pool's acquire timeouts (no SQLSTATE), and DatabaseService.acquireReader's own. */
+/** pg-pool's acquire timeouts (no SQLSTATE), and ReaderPool.acquire's own. */
 const POOL_TIMEOUT_MESSAGES = ['timeout exceeded when trying to connect', 'Connection terminated due to connection timeout'];
 
 /** pg and pg-pool say these in words only: the connection or the pool is gone. */

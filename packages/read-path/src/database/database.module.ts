@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DatabaseMetrics } from '../metrics/database-metrics.service.js';
 import { ConfigurableDatabaseModule } from './database.options.js';
 import { DatabaseService } from './database.service.js';
+import { ReaderPool } from './reader-pool.js';
 
 /**
  * The database layer's root: writer and reader pools, the writer's Kysely handle, the migrator, pg
@@ -13,7 +14,9 @@ import { DatabaseService } from './database.service.js';
  * (503 `query timed out` / `database unavailable`) where the app binds it.
  */
 @Module({
-  providers: [DatabaseMetrics, DatabaseService],
-  exports: [DatabaseMetrics, DatabaseService],
+  providers: [DatabaseMetrics, ReaderPool, DatabaseService],
+  // ReaderPool is exported to the routing layer's modules only in effect: the package's entry
+  // points do not export the class, so no importing app can name it to inject it.
+  exports: [DatabaseMetrics, ReaderPool, DatabaseService],
 })
 export class DatabaseModule extends ConfigurableDatabaseModule {}

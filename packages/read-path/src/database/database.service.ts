@@ -1,14 +1,12 @@
 /**
- * The pools and their lifecycle (DatabaseService, below).
- *
- * Over 350 lines: the pools' start, shutdown and maintenance share one set of timers and states,
- * and every checkout of every pool goes through one instrumented acquire.
+ * The writer and search pools and the layer's lifecycle (DatabaseService, below); the reader pool
+ * is its own provider (reader-pool.ts), which only the routing layer checks out.
  */
 import { performance } from 'node:perf_hooks';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool, PoolClient } from 'pg';
-import { DatabaseMetrics, PoolSample, ReaderPoolOperation, WriterOperation } from '../metrics/database-metrics.service.js';
+import { DatabaseMetrics, PoolSample, WriterOperation } from '../metrics/database-metrics.service.js';
 import { DATABASE_OPTIONS, poolSettings } from './database.options.js';
 import type { DatabaseModuleOptions, PoolSettings } from './database.options.js';
 import { DB } from './database.types.js';
@@ -17,25 +15,17 @@ import { ensureFuturePartitions } from './partition-manager.js';
 import { ConnectionSteps } from './connection-steps.js';
 import { kyselyOn } from './kysely-on-client.js';
 import { DatabaseUnavailableError, LockTimedOutError, PoolTimeoutError, toDatabaseError } from './database-errors.js';
-import {
-  ACQUIRE_TIMEOUT_MESSAGE,
-  createReaderPool,
-  createSearchPool,
-  createWriterPool,
-  endPool,
-  isDialFailure,
-  READER_ACQUIRE_TIMEOUT_MS,
-  WRITER_POOL_MIN,
-} from './pools.js';
+import { createSearchPool, createWriterPool, endPool, WRITER_POOL_MIN } from './pools.js';
+import { raceTimeout, ReaderPool, ReaderState } from './reader-pool.js';
 
-export type ReaderState = 'absent' | 'unknown' | 'reachable' | 'unreachable';
+export type { ReaderState } from './reader-pool.js';
 
 /** How often a running pod re-checks its future partitions. */
 export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Owns the writer and reader pools and the writer's Kysely handle (the reader is RoutedReader's
- * alone). It starts on Nest's
+ * Owns the writer and search pools; the reader pool's state is read here for health, its
+ * checkouts are the routing layer's alone (ReaderPool). It starts on Nest's
  * `onApplicationBootstrap`: the writer is connected eagerly (start-up fails without it),
  * migrations and partition maintenance run when the options ask for them, and the reader is lazy
  * (a boot ping only logs, so a replica that is down never blocks start-up). Its timers stop at
@@ -45,18 +35,12 @@ export const PARTITION_MAINTENANCE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 @Injectable()
 export class DatabaseService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Database');
-  readonly writerPool: Pool;
-  /**
-   * The reader pool is nobody else's: a replica read goes through RoutedReader, which proves the
-   * session's freshness first (database.md §2.5). Tests reach it through test/harness/reader-pool.ts.
-   */
-  private readonly readerPool: Pool | undefined;
-  readonly writer: Kysely<DB>;
+  /** Checked out through acquireWriter/withWriter only; tests reach it through test/harness/pools.ts. */
+  private readonly writerPool: Pool;
+  /** The migrator's handle; everything else runs on one instrumented checkout. */
+  private readonly writer: Kysely<DB>;
   /** NIP-50 matching only (§2.1 search pool): on the replica when configured, else the writer's URL. */
-  readonly searchPool: Pool;
-  private readerState: ReaderState;
-  /** How the reader pool's last settled checkout ended: a connection, or a dial that failed. */
-  private lastReaderDial: 'connected' | 'failed' | undefined;
+  private readonly searchPool: Pool;
   private partitionTimer: NodeJS.Timeout | undefined;
   private readonly steps: ConnectionSteps;
   private closing = false;
@@ -72,6 +56,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     @Inject(DATABASE_OPTIONS) private readonly options: DatabaseModuleOptions,
     private readonly metrics: DatabaseMetrics,
+    private readonly reader: ReaderPool,
   ) {
     if (!options.writerUrl) throw new Error('DatabaseModule: writerUrl is not set');
     this.settings = poolSettings(options);
@@ -80,8 +65,6 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     this.steps = new ConnectionSteps(metrics, () => this.closing);
     this.writerPool = createWriterPool(this.settings, options.writerUrl, this.onPoolError, this.steps);
     this.writer = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.writerPool }) });
-    this.readerPool = options.readerUrl ? createReaderPool(this.settings, options.readerUrl, this.onPoolError) : undefined;
-    this.readerState = this.readerPool ? 'unknown' : 'absent';
     this.searchPool = createSearchPool(this.settings, options.readerUrl ?? options.writerUrl, this.onPoolError);
   }
 
@@ -149,11 +132,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
 
   /** Whether a reader pool is configured (READ_DATABASE_URL). */
   get hasReader(): boolean {
-    return this.readerPool !== undefined;
+    return this.reader.configured;
   }
 
   getReaderState(): ReaderState {
-    return this.readerState;
+    return this.reader.lastState;
   }
 
   /**
@@ -213,63 +196,11 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     return runReleasing(await this.acquireSearch(), work);
   }
 
-  /**
-   * An instrumented reader checkout; emits the legacy families too (§6.2). The read waits at most
-   * READER_ACQUIRE_TIMEOUT_MS and then fails with the pool-timeout message, but a dial it started
-   * goes on (to READER_DIAL_TIMEOUT_MS): a connection that arrives late goes back to the pool for
-   * the next read, and how the dial ended is kept for readerDialsFailing().
-   */
-  acquireReader(operation: ReaderPoolOperation): Promise<PoolClient> {
-    const pool = this.readerPool;
-    if (!pool) return Promise.reject(new Error('no reader pool configured'));
-    const what = { poolRole: 'reader', operation } as const;
-    const started = performance.now();
-    const seconds = () => (performance.now() - started) / 1000;
-    this.metrics.acquireBegin(what);
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        settled = true;
-        this.metrics.acquireEnd(what, 'timeout', seconds(), true);
-        reject(new PoolTimeoutError(ACQUIRE_TIMEOUT_MESSAGE));
-      }, READER_ACQUIRE_TIMEOUT_MS);
-      pool.connect().then(
-        (client) => {
-          this.lastReaderDial = 'connected';
-          if (settled) return client.release();
-          settled = true;
-          clearTimeout(timer);
-          this.metrics.acquireEnd(what, 'success', seconds(), true);
-          resolve(client);
-        },
-        (err: unknown) => {
-          if (isDialFailure(err)) this.lastReaderDial = 'failed';
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          const typed = toDatabaseError(err);
-          this.metrics.acquireEnd(what, acquireOutcome(typed), seconds(), true);
-          reject(typed);
-        },
-      );
-    });
-  }
-
-  /**
-   * Whether the reader's last settled checkout was a dial that failed (refused, reset, timed out
-   * at READER_DIAL_TIMEOUT_MS): the replica is down or not answering, rather than busy. A
-   * checkout that times out while dials are still under way, or after the last one connected, is
-   * a busy reader (such reads are shed, not sent to the writer: §3.3).
-   */
-  readerDialsFailing(): boolean {
-    return this.lastReaderDial === 'failed';
-  }
-
   poolSamples(): { writer: PoolSample; reader?: PoolSample; search: PoolSample } {
     const sample = (p: Pool, max: number): PoolSample => ({ total: p.totalCount, idle: p.idleCount, max });
     return {
       writer: sample(this.writerPool, this.settings.poolSize),
-      reader: this.readerPool ? sample(this.readerPool, this.settings.readPoolSize) : undefined,
+      reader: this.reader.sample(),
       search: sample(this.searchPool, this.settings.searchPoolSize),
     };
   }
@@ -283,30 +214,9 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
     return raceTimeout(probe, timeoutMs, false);
   }
 
-  async pingReader(timeoutMs = 2000): Promise<ReaderState> {
-    if (!this.readerPool) return 'absent';
-    const ping = async (): Promise<boolean> => {
-      const client = await this.acquireReader(this.readerState === 'unknown' ? 'bootstrap' : 'maintenance');
-      try {
-        const { rows } = await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby');
-        if (this.readerState === 'unknown' && rows[0]?.standby === false) {
-          this.logger.warn('DatabaseModule readerUrl (READ_DATABASE_URL in the relay) points at a server that is not in recovery (not a standby)');
-        }
-        client.release();
-        return true;
-      } catch (err) {
-        client.release(err as Error);
-        return false;
-      }
-    };
-    const ok = await raceTimeout(ping().catch(() => false), timeoutMs, false);
-    const previous = this.readerState;
-    this.readerState = ok ? 'reachable' : 'unreachable';
-    if (previous === 'unknown') {
-      if (ok) this.logger.log('read replica reachable at boot');
-      else this.logger.warn('read replica unreachable at boot; serving all-writer until it recovers');
-    }
-    return this.readerState;
+  /** Checks the reader answers (and, at boot, that it is a standby) and returns what it found. */
+  pingReader(timeoutMs = 2000): Promise<ReaderState> {
+    return this.reader.ping(timeoutMs);
   }
 
   beforeApplicationShutdown(): void {
@@ -316,11 +226,7 @@ export class DatabaseService implements OnApplicationBootstrap, BeforeApplicatio
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.partitionTimer);
     this.closing = true;
-    await Promise.all([
-      endPool(this.writerPool),
-      this.readerPool ? endPool(this.readerPool) : Promise.resolve(true),
-      endPool(this.searchPool),
-    ]);
+    await Promise.all([endPool(this.writerPool), endPool(this.searchPool)]);
   }
 
   /** One terminal outcome per attempt: success, error, timeout, or cancelled when `signal` aborted the wait. */
@@ -388,15 +294,4 @@ async function runReleasing<T>(client: PoolClient, work: (db: Kysely<DB>) => Pro
     client.release(typed instanceof DatabaseUnavailableError ? typed : undefined);
     throw typed;
   }
-}
-
-function raceTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
-  return new Promise((resolve) => {
-    const t = setTimeout(() => resolve(fallback), ms);
-    t.unref();
-    p.then((v) => {
-      clearTimeout(t);
-      resolve(v);
-    });
-  });
 }

@@ -17,7 +17,7 @@ export const POOL_MAX_LIFETIME_SECS = 1800;
 export const POOL_IDLE_TIMEOUT_MS = 600_000;
 /** The search pool's sessions, as `pg_stat_activity` shows them on whichever server it uses. */
 export const SEARCH_APPLICATION_NAME = 'buzz-relay-search';
-/** How long a read waits for a reader connection (DatabaseService.acquireReader). */
+/** How long a read waits for a reader connection (ReaderPool.acquire). */
 export const READER_ACQUIRE_TIMEOUT_MS = 150;
 /**
  * How long one reader dial may take. pg-pool ends a dial at its `connectionTimeoutMillis`, so
@@ -149,7 +149,7 @@ export function createSearchPool(cfg: PoolSettings, url: string, onError: PoolEr
   return withErrorListener(pool, 'search', onError);
 }
 
-/** The message of an acquire that ran out of time (pg-pool's own, and DatabaseService.acquireReader's). */
+/** The message of an acquire that ran out of time (pg-pool's own, and ReaderPool.acquire's). */
 export const ACQUIRE_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
 
 /**

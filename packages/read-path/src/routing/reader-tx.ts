@@ -8,7 +8,7 @@ import { cancelOnAbort } from '../database/cancel-request.js';
 import { Logger } from '@nestjs/common';
 import { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { PoolClient } from 'pg';
-import { DatabaseService } from '../database/database.service.js';
+import { ReaderPool } from '../database/reader-pool.js';
 import { DB } from '../database/database.types.js';
 import { PoolTimeoutError } from '../database/database-errors.js';
 import { READER_STATEMENT_TIMEOUT_MS } from '../database/pools.js';
@@ -145,7 +145,7 @@ export class AuroraIdentityCache {
 }
 
 export async function openProvedReader(
-  db: DatabaseService,
+  readers: ReaderPool,
   ring: ProofRing,
   aurora: AuroraIdentityCache,
   operation: ReaderPoolOperation,
@@ -154,7 +154,7 @@ export async function openProvedReader(
 ): Promise<ReaderTx | ProofFailure> {
   let client: PoolClient;
   try {
-    client = await db.acquireReader(operation);
+    client = await readers.acquire(operation);
   } catch (err) {
     return err instanceof PoolTimeoutError ? 'reader_acquire_timeout' : 'reader_validation_error';
   }

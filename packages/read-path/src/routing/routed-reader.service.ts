@@ -9,6 +9,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Kysely } from 'kysely';
 import { DatabaseService } from '../database/database.service.js';
+import { ReaderPool } from '../database/reader-pool.js';
 import { DB } from '../database/database.types.js';
 import { HistoryReadRejectedError, QueryTimedOutError, ReadShareExceededError, toDatabaseError } from '../database/database-errors.js';
 import { HISTORY_PERMIT_WAIT_MS, HistoryPermit, HistoryReadGate } from '../history-reads/history-read-gate.js';
@@ -45,6 +46,7 @@ export class RoutedReader {
   constructor(
     @Inject(ROUTED_READER_OPTIONS) private readonly options: RoutedReaderModuleOptions,
     private readonly db: DatabaseService,
+    private readonly readers: ReaderPool,
     private readonly fence: ReplicaFenceService,
     private readonly metrics: DatabaseMetrics,
     private readonly gate: HistoryReadGate,
@@ -85,7 +87,7 @@ export class RoutedReader {
     if (this.fence.ring.newest() === undefined) return missing(`no proof yet (fence ${this.fence.getState()})`);
     let seen: { token: string; epoch: string } | undefined;
     try {
-      const client = await this.db.acquireReader('maintenance');
+      const client = await this.readers.acquire('maintenance');
       try {
         seen = (await client.query<{ token: string; epoch: string }>(`select token::text as token, epoch::text as epoch from replica_heartbeat where id = 1`)).rows[0];
       } finally {
@@ -290,7 +292,7 @@ export class RoutedReader {
    */
   private shedsOnAcquireTimeout(operation: ReaderOperation): boolean {
     if (operation !== 'subscription_history' || !this.policy.shed) return false;
-    return !this.db.readerDialsFailing();
+    return !this.readers.dialsFailing();
   }
 
   /** Records the one route event of a shed read (never a spill) and throws HistoryReadRejectedError. */
@@ -329,7 +331,7 @@ export class RoutedReader {
     // The permit is taken after the pre-check (a read bound for the writer never waits on the
     // gate) and before the acquire (no connection is held while a read waits for a permit).
     const permit = operation === 'subscription_history' ? await this.admit(req.path, req.tenant, req.heavy === true) : undefined;
-    const tx = await openProvedReader(this.db, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
+    const tx = await openProvedReader(this.readers, this.fence.ring, this.aurora, operation, permit, req.genericPlan === true);
     if (!(tx instanceof ReaderTx)) {
       permit?.release();
       if (tx === 'reader_acquire_timeout' && this.shedsOnAcquireTimeout(operation)) this.reject(req.path, 'reader_acquire_timeout');
