@@ -18,7 +18,6 @@ import { NostrEvent, NostrFilter } from '../nostr/nostr.types.js';
 import { DB, HistoryReadRejectedError, ReadShareExceededError, RoutedReader, WriterReadRejectedError } from '@buzz-relay/read-path';
 import type { RoutePath } from '@buzz-relay/read-path';
 import { forQuery, HEAVY_READ_TERMS } from '@buzz-relay/read-path/internal';
-import { EventBus } from './event-bus.js';
 import { allStatementsGeneric, channelDecidesH } from './event-read.queries.js';
 import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from '../nostr/filter.js';
@@ -96,12 +95,9 @@ export class EventQueryService {
   constructor(
     private readonly routed: RoutedReader,
     private readonly repo: EventReadRepository,
-    bus: EventBus,
     @Optional() memory?: MemoryBudget,
   ) {
     this.rowsMemory = memory?.pool('history');
-    // The bus publishes a stored event after its COMMIT returned and before the OK is sent.
-    bus.subscribe((p) => this.routed.writes.noteWrite({ communityId: p.communityId, pubkey: p.event.pubkey }));
   }
 
   /**
@@ -310,7 +306,7 @@ export class EventQueryService {
   private flightKey(scope: ReadScope, filter: NostrFilter, limit: number, ctx: HistoryContext | undefined): string | undefined {
     if (ctx === undefined || (ctx.honourConsistency === true && filter.extensions.consistency === 'strong')) return undefined;
     if (filterTerms(filter) > FLIGHT_MAX_TERMS) return undefined;
-    if (ctx.reader !== undefined && this.routed.writes.lastWriteAt({ communityId: scope.communityId, pubkey: ctx.reader }) !== undefined) return undefined;
+    if (ctx.reader !== undefined && this.routed.owedOwnWrites({ communityId: scope.communityId, pubkey: ctx.reader })) return undefined;
     const channels = scope.channels === 'any' ? 'any' : [...scope.channels].sort();
     const reader = canMatchGatedKind(filter) ? (scope.reader ?? ctx.reader ?? '') : '';
     const key = JSON.stringify([ctx.path, limit, ctx.offset ?? 0, scope.communityId, channels, scope.includeGlobal, reader, filter]);

@@ -44,6 +44,7 @@ import { APP_CONFIG } from '../config/config.tokens.js';
 import { EventBus, PublishedEvent } from '../events/event-bus.js';
 import { parseEvent } from '../nostr/event-validation.js';
 import { counter } from '@buzz-relay/read-path/internal';
+import { RoutedReader } from '@buzz-relay/read-path';
 import { GapCursor, GapFillRepository } from './gap-fill.repository.js';
 import { communityOfFanoutPattern, fanoutTopic, isFanoutTopic } from '../redis/redis-keys.js';
 import { RedisService } from '../redis/redis.service.js';
@@ -108,6 +109,7 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     private readonly bus: EventBus,
     private readonly access: ChannelAccessService,
     private readonly gaps: GapFillRepository,
+    private readonly routed: RoutedReader,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.echoes = new TtlMap<true>(config.scaleOut.gapFillWindowSecs * 1000, ECHO_MAX_ENTRIES);
@@ -157,6 +159,8 @@ export class CrossPodFanout implements OnModuleInit, OnApplicationShutdown {
     if (!this.echoes.setIfAbsent(echoKey(communityId, event.id), true)) return false;
     // Membership changed on another pod: this pod's cached access must not outlive it.
     if (MEMBERSHIP_KINDS.has(event.kind)) this.access.invalidate(communityId);
+    // Its author's next bounded read here must see it, as on the pod that stored it.
+    this.routed.noteWrite({ communityId, pubkey: event.pubkey });
     this.multinode.inc();
     this.bus.publish({ communityId, channelId, event, origin: 'remote' });
     return true;

@@ -11,7 +11,6 @@ import { Pool, type PoolClient } from 'pg';
 import type { DB } from '../../packages/read-path/src/database/database.types.js';
 import type { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { communityWide } from '../../src/channels/read-scope.js';
-import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { HISTORY_PERMIT_WAIT_MS, HistoryReadGate } from '../../packages/read-path/src/history-reads/history-read-gate.js';
@@ -243,7 +242,7 @@ describe('match_nothing_reads_take_no_connection', () => {
   let community: string;
   beforeAll(async () => {
     layer = await layerWith(1);
-    query = new EventQueryService(layer.routed, new EventReadRepository(), new EventBus());
+    query = new EventQueryService(layer.routed, new EventReadRepository());
     community = await newCommunity(admin);
     await db.waitForReplica();
   }, 30_000);

@@ -15,7 +15,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { NostrEvent, NostrFilter } from '../../src/nostr/nostr.types.js';
-import { EventBus } from '../../src/events/event-bus.js';
 import { EventQueryService, HistoryContext } from '../../src/events/event-query.service.js';
 import { EventReadRepository } from '../../src/events/event-read.repository.js';
 import { HistoryReadGate } from '../../packages/read-path/src/history-reads/history-read-gate.js';
@@ -49,7 +48,7 @@ beforeAll(async () => {
   await db.waitForReplica();
   layer = await startDatabaseLayer(db, { BUZZ_REPLICA_READ_MAX_AGE_MS: '5000', BUZZ_DB_LOCK_TIMEOUT_MS: '60000' });
   await layer.fence.waitForBeats(1);
-  query = new EventQueryService(layer.routed, new EventReadRepository(), new EventBus());
+  query = new EventQueryService(layer.routed, new EventReadRepository());
 }, 60_000);
 
 afterAll(async () => {
@@ -121,7 +120,7 @@ it('a filter of many values, or with a long value, reads on its own and still ge
 it('a reader owed read-your-writes reads on its own and sees its write', async () => {
   const writer = reader();
   const own = await insertRow(admin, communityA, { createdAtSecs: now(), kind: 1, content: 'own write' });
-  layer.routed.writes.noteWrite({ communityId: communityA, pubkey: writer });
+  layer.routed.noteWrite({ communityId: communityA, pubkey: writer });
   const o = await observed(() =>
     Promise.all([reader(), writer].map((who) => page(scopeOf(communityA, who), kinds1, { path: 'req_historical', reader: who }))),
   );

@@ -195,7 +195,7 @@ describe('predicates on divergent fixtures', () => {
   it('read-your-writes: an author with a write after the proved entry reads on the writer', async () => {
     const author = { communityId: community, pubkey: 'a'.repeat(64) };
     proof.open(FAR_WALL);
-    layer.routed.writes.noteWrite(author);
+    layer.routed.noteWrite(author);
     const read = (who?: typeof author) =>
       layer.routed.read({ path: 'req_historical', predicate: BOUNDED, author: who }, (d) => channelPage(d, community, channel, now()));
     const own = await observe(() => read(author));

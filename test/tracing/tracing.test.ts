@@ -108,7 +108,7 @@ describe('routed read spans', () => {
   it('a read sent to the writer names why, including the spill reason', async () => {
     await layer.fence.step();
     const author = { communityId: '00000000-0000-4000-8000-000000000001', pubkey: 'b'.repeat(64) };
-    layer.routed.writes.noteWrite(author);
+    layer.routed.noteWrite(author);
     exporter.reset();
     await read(author);
     const [span] = named('query_events_routed');

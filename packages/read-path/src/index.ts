@@ -49,6 +49,7 @@ export { ROUTED_READER_OPTIONS } from './routing/routed-reader.options.js';
 export type { RoutedReaderModuleOptions } from './routing/routed-reader.options.js';
 export { RoutedReader } from './routing/routed-reader.service.js';
 export type { WriterReadOptions } from './routing/routed-reader.service.js';
+export type { Author } from './routing/recent-writes.js';
 export { BOUNDED, ChannelScope } from './routing/route-predicate.js';
 export type { RoutePredicate } from './routing/route-predicate.js';
 export type { ReaderOperation, ReplicaPageRules, RouteRequest } from './routing/routed-read.types.js';

@@ -1,9 +1,11 @@
 /**
  * Stores an event that passed the gates, by kind: a group command in a channel, a reaction, a
  * deletion, a replaceable or addressable event each take their own transaction (a strategy beside
- * this file); every other event joins the writer's grouped commit.
+ * this file); every other event joins the writer's grouped commit. Once it committed, the author
+ * is owed read-your-writes (RoutedReader.noteWrite), before ingest answers OK.
  */
 import { Injectable } from '@nestjs/common';
+import { RoutedReader } from '@buzz-relay/read-path';
 import { isAddressable, isReplaceable, KIND } from '../../nostr/kinds.js';
 import { EventWriter, WriteOutcome } from '../event-writer.service.js';
 import { StoredEventInput } from '../stored-event.js';
@@ -21,11 +23,14 @@ export class EventStorage {
     private readonly deletions: DeletionStorage,
     private readonly replaceables: ReplaceableStorage,
     private readonly writer: EventWriter,
+    private readonly routed: RoutedReader,
   ) {}
 
-  store(communityId: string, item: StoredEventInput): Promise<WriteOutcome> {
+  async store(communityId: string, item: StoredEventInput): Promise<WriteOutcome> {
     const strategy = this.strategyFor(item);
-    return strategy ? strategy.store(communityId, item) : this.writer.write(communityId, item);
+    const outcome = await (strategy ? strategy.store(communityId, item) : this.writer.write(communityId, item));
+    if (outcome === 'stored') this.routed.noteWrite({ communityId, pubkey: item.event.pubkey });
+    return outcome;
   }
 
   private strategyFor({ event, channelId }: StoredEventInput): StorageStrategy | undefined {

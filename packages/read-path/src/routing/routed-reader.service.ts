@@ -22,7 +22,7 @@ import { readBudgetWarning } from '../replica-fence/replica-fence.constants.js';
 import { ReplicaFenceService } from '../replica-fence/replica-fence.service.js';
 import { ReadSession } from './read-session.js';
 import { AuroraIdentityCache, openProvedReader, ReaderTx } from './reader-tx.js';
-import { RecentWrites } from './recent-writes.js';
+import { Author, RecentWrites } from './recent-writes.js';
 import { RoutePaths } from './route-paths.js';
 import { RoutePredicate } from './route-predicate.js';
 import { ROUTED_READER_OPTIONS } from './routed-reader.options.js';
@@ -37,7 +37,7 @@ type Check = { ok: true; verdict: 'covered' | 'fresh' } | { ok: false; reason: '
 
 @Injectable()
 export class RoutedReader {
-  readonly writes = new RecentWrites();
+  private readonly writes = new RecentWrites();
   private readonly logger = new Logger('RoutedReader');
   private readonly aurora = new AuroraIdentityCache();
   /** The writer-read cap: client-driven reads never hold more writer connections than this, one tenant its share of it. */
@@ -57,6 +57,20 @@ export class RoutedReader {
     if (!policy.shed) this.logger.warn('history reads spill onto the writer instead of being shed (a benchmark baseline only)');
     const warning = readBudgetWarning(options.readMaxAgeMs, fence.probeIntervalMs, fence.probes);
     if (warning) this.logger.warn(warning);
+  }
+
+  /**
+   * Read-your-writes (docs/read-routing.md): the writer calls this once an author's write has
+   * committed and before the client hears it was stored. That author's bounded reads then accept
+   * only proofs committed after the write, for the staleness window.
+   */
+  noteWrite(author: Author): void {
+    this.writes.noteWrite(author);
+  }
+
+  /** Whether `author` wrote recently enough to be owed read-your-writes (so its reads route alone). */
+  owedOwnWrites(author: Author): boolean {
+    return this.writes.lastWriteAt(author) !== undefined;
   }
 
   /** Bounded-read budget B in ms; 0 = off (which also keeps the generic seams dark). */
