@@ -51,20 +51,20 @@ export async function runCommand(app: INestApplicationContext, cmd: ParsedComman
   const pk = cmd.pubkey!;
   switch (cmd.command) {
     case 'list-members': {
-      const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
+      const rows = await members.withWriter('maintenance', (db) => members.members(db, community.id));
       return rows.length === 0 ? [`no members in ${cmd.host}`] : rows.map((r) => `${r.pubkey} ${r.role}`);
     }
     case 'add-member': {
       const wanted = cmd.role ?? 'member';
       await admin.addMember(community.id, 'operator', pk, wanted);
       // Said as it is now: an existing member keeps their role, whatever --role asked for.
-      const rows = await members.onWriter('maintenance', (db) => members.members(db, community.id));
+      const rows = await members.withWriter('maintenance', (db) => members.members(db, community.id));
       const role = rows.find((r) => r.pubkey === pk)?.role ?? wanted;
       if (role === wanted) return [`${pk} is ${withArticle(role)} of ${cmd.host}`];
       return [`${pk} is already ${withArticle(role)} of ${cmd.host} and stays one: add-member never changes a role (set-role ${pk} --role ${wanted} does)`];
     }
     case 'set-role': {
-      const before = (await members.onWriter('maintenance', (db) => members.members(db, community.id))).find((r) => r.pubkey === pk)?.role;
+      const before = (await members.withWriter('maintenance', (db) => members.members(db, community.id))).find((r) => r.pubkey === pk)?.role;
       if (before === undefined) throw new UsageError(`${pk} is not a member of ${cmd.host} (add-member --role ${cmd.role} adds them)`);
       if (before === cmd.role) return [`${pk} is already ${withArticle(before)} of ${cmd.host}: nothing changed`];
       await admin.changeRole(community.id, 'operator', pk, cmd.role);

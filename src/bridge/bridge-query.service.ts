@@ -159,7 +159,7 @@ export class BridgeQueryService {
       : { path: 'thread_head', predicate: BOUNDED, span: 'get_thread_replies', author: reader, tenant: reader.pubkey };
     const postVerify = (page: NostrEvent[], entry: { fenceWall: number }) =>
       page.length >= p.limit && (page.length === 0 || page[page.length - 1].created_at * 1000 <= entry.fenceWall);
-    const page = strong(f) ? await this.routed.writerRead('authorization', work, { tenant: reader.pubkey }) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
+    const page = strong(f) ? await this.routed.clientReadOnWriter('authorization', work, { tenant: reader.pubkey }) : await this.routed.read(request, work, p.cursor ? postVerify : undefined);
     const replies = visibleRows(page, reader.pubkey);
     if (!p.includeAux) return replies;
     const run: Runner = (w) => this.readFor(f, { path: 'bridge_thread_aux', predicate: BOUNDED, span: 'thread_window_aux', tenant: reader.pubkey }, w);
@@ -168,7 +168,7 @@ export class BridgeQueryService {
 
   /** A routed read, or the writer when the filter asks for `consistency: "strong"`. */
   private readFor<T>(f: NostrFilter, req: Omit<RouteRequest, 'author'> & { author?: BridgeReader }, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-    if (strong(f)) return this.routed.writerRead('authorization', work, { tenant: req.tenant });
+    if (strong(f)) return this.routed.clientReadOnWriter('authorization', work, { tenant: req.tenant });
     const author = req.author ? { communityId: req.author.communityId, pubkey: req.author.pubkey } : undefined;
     return this.routed.read({ ...req, author }, work);
   }

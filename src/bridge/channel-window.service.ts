@@ -32,13 +32,13 @@ export class ChannelWindowService {
     const settings = await this.communities.settings(reader.communityId);
     const query = { channelId: p.channelId, limit: p.limit, kinds: f.kinds, cursor: p.cursor, repliesInChannel: settings.threadRepliesInChannel, reader: reader.pubkey };
     const { page, session } = strong(f)
-      ? { page: await this.routed.writerRead('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query), { tenant: reader.pubkey }), session: undefined }
+      ? { page: await this.routed.clientReadOnWriter('authorization', (db) => this.reads.channelWindow(db, reader.communityId, query), { tenant: reader.pubkey }), session: undefined }
       : await this.routed.session(
           { path: p.cursor ? 'channel_cursor' : 'channel_head', predicate: fromChannelCursor(p.channelId, p.cursor?.until), span: 'get_channel_window', tenant: reader.pubkey },
           (db) => this.reads.channelWindow(db, reader.communityId, query),
         );
     try {
-      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.writerRead('authorization', work, { tenant: reader.pubkey });
+      const run: Runner = session ? (work) => session.run(work) : (work) => this.routed.clientReadOnWriter('authorization', work, { tenant: reader.pubkey });
       const hasMore = page.length > p.limit;
       const rows = visibleRows(page.slice(0, p.limit), reader.pubkey);
       const out = [...rows];

@@ -44,7 +44,7 @@ export class ModerationController {
 
   private async moderator(req: FastifyRequest): Promise<string> {
     const caller = await this.admission.admit(req, '', 'read');
-    const { authority } = await this.queue.onWriter('authorization', (db) => this.authority.of(db, caller.communityId, caller.pubkey));
+    const { authority } = await this.queue.withWriter('authorization', (db) => this.authority.of(db, caller.communityId, caller.pubkey));
     if (authority !== 'owner' && authority !== 'admin') throw refusalError(MODERATION_REFUSALS.moderatorRequired);
     return caller.communityId;
   }

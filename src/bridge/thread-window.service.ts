@@ -104,7 +104,7 @@ export class ThreadWindowService {
    */
   private authorize(reader: BridgeReader, jobs: readonly WindowJob[], deadline: RequestDeadline): Promise<Array<string | undefined>> {
     const ms = deadline.statementMs();
-    return this.routed.onWriter('authorization', (db) =>
+    return this.routed.internalReadOnWriter('authorization', (db) =>
       bounded(db, ms, async (tx) => {
         const roots = await this.repo.rootChannels(tx, reader.communityId, [...new Set(jobs.map((j) => j.thread.rootId))]);
         const wanted = jobs.map((j) => {
@@ -157,7 +157,7 @@ export class ThreadWindowService {
       return page;
     };
     if (filter.extensions.consistency === 'strong') {
-      const run: Runner = (work) => this.routed.writerRead('authorization', work, { tenant: reader.pubkey });
+      const run: Runner = (work) => this.routed.clientReadOnWriter('authorization', work, { tenant: reader.pubkey });
       return { page: charged(await run(load)), run, release: () => undefined };
     }
     const { page, session } = await this.routed.session(

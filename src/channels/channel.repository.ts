@@ -51,7 +51,7 @@ export class ChannelRepository {
 
   /** Inside a caller's transaction, or a labelled writer checkout: access reads never touch the replica. */
   private on<T>(tx: Kysely<DB> | undefined, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
-    return tx ? work(tx) : this.routed.onWriter('authorization', work);
+    return tx ? work(tx) : this.routed.internalReadOnWriter('authorization', work);
   }
 
   async find(communityId: string, channelId: string, tx?: Kysely<DB>): Promise<ChannelInfo | undefined> {

@@ -128,7 +128,7 @@ export class ModerationCommands implements EventCommand {
   async resolveReport(communityId: string, actor: Actor, r: Resolution, origin?: CommandOrigin): Promise<string> {
     await this.authorise(communityId, actor, undefined);
     await origin?.claim();
-    await this.queue.onWriter('event_write', (db) => db.transaction().execute(async (tx) => {
+    await this.queue.withWriter('event_write', (db) => db.transaction().execute(async (tx) => {
       const report = await this.queue.lockReport(tx, communityId, r.reportEventId);
       if (report === undefined) reject(MODERATION_REFUSALS.reportNotFound);
       if (report.status !== 'open') reject(MODERATION_REFUSALS.reportNotOpen);
@@ -154,7 +154,7 @@ export class ModerationCommands implements EventCommand {
   private async change(communityId: string, actor: Actor, target: string, origin: CommandOrigin | undefined, apply: (tx: Kysely<DB>) => Promise<Omit<NewAction, 'actorPubkey'>>): Promise<void> {
     await this.authorise(communityId, actor, target);
     await origin?.claim();
-    await this.members.onWriter('event_write', (db) => db.transaction().execute(async (tx) => {
+    await this.members.withWriter('event_write', (db) => db.transaction().execute(async (tx) => {
       const audit = await apply(tx);
       await this.queue.recordAction(tx, communityId, { ...audit, actorPubkey: actorKey(actor), targetPubkey: target, commandEventId: origin?.eventId ?? null });
     }));
@@ -162,7 +162,7 @@ export class ModerationCommands implements EventCommand {
 
   /** The actor must be a moderator and outrank the target (nobody moderates themselves or a peer). */
   private async authorise(communityId: string, actor: Actor, target: string | undefined): Promise<void> {
-    const authorityOf = (pubkey: string) => this.members.onWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
+    const authorityOf = (pubkey: string) => this.members.withWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
     const who: Authority = actor === 'operator' ? 'owner' : (await authorityOf(actor.pubkey)).authority;
     if (who !== 'owner' && who !== 'admin') reject(MODERATION_REFUSALS.moderatorRequired);
     if (target === undefined) return;

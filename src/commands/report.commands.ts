@@ -49,7 +49,7 @@ export class ReportIntake implements EventCommand {
       const targetEventId = hex32(e[0][1], 'e tag event id');
       const reportType = reportTypeOf(e[0]);
       // A target in a channel the reporter cannot read answers exactly like a missing one.
-      const target = await this.queue.onWriter('authorization', async (db) => this.targets.seen(db, communityId, event.pubkey, await this.events.findKindTarget(db, communityId, targetEventId)));
+      const target = await this.queue.withWriter('authorization', async (db) => this.targets.seen(db, communityId, event.pubkey, await this.events.findKindTarget(db, communityId, targetEventId)));
       if (target === undefined) reject(TARGET_NOT_FOUND.report);
       report = { ...base, targetKind: 'event', targetPubkey: target.pubkey, targetEventId, channelId: target.channelId, reportType };
     } else if (x.length === 1) {

@@ -38,7 +38,7 @@ export class EventPlacement {
     if (!derived.ok) return reject(derived.reason);
     const { fromTarget, fromCoordinate } = derived;
     if (fromTarget) {
-      const target = await this.onWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
+      const target = await this.withWriter(async (db) => this.targets.seen(db, communityId, event.pubkey, await this.repo.findTarget(db, communityId, fromTarget)));
       if (target === undefined && event.kind === 7) reject(TARGET_NOT_FOUND.reaction);
       // A comment on an event that is not here, or not readable by its author, is refused alike:
       // stored as global it would name a private message's id to everyone.
@@ -47,7 +47,7 @@ export class EventPlacement {
       return { channelId: target?.channelId ?? null };
     }
     if (fromCoordinate) {
-      const target = await this.onWriter(async (db) => {
+      const target = await this.withWriter(async (db) => {
         const channelId = await this.repo.findCoordinateChannel(db, communityId, fromCoordinate);
         return this.targets.seen(db, communityId, event.pubkey, channelId === undefined ? undefined : { pubkey: fromCoordinate.pubkey, channelId });
       });
@@ -61,11 +61,11 @@ export class EventPlacement {
     if (!channelId || !THREAD_KINDS.has(event.kind)) return null;
     const refs = threadRefsOf(event);
     if (!refs) return { parent: null, root: null, depth: 0 };
-    const parent = await this.onWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
+    const parent = await this.withWriter((db) => this.repo.findThreadParent(db, communityId, refs.parent));
     if (!parent) return reject(TARGET_NOT_FOUND.threadParent);
     if (parent.channel_id !== channelId) {
       // The reply's own channel passed the channel gate; a parent elsewhere is named only if readable.
-      const seen = await this.onWriter((db) => this.targets.seen(db, communityId, event.pubkey, { pubkey: parent.pubkey, channelId: parent.channel_id }));
+      const seen = await this.withWriter((db) => this.targets.seen(db, communityId, event.pubkey, { pubkey: parent.pubkey, channelId: parent.channel_id }));
       reject(seen ? INGEST_REFUSALS.threadParentElsewhere : TARGET_NOT_FOUND.threadParent);
     }
     const parentAnchor = { id: parent.event_id.toString('hex'), createdAt: Number(parent.event_created_at) };
@@ -86,7 +86,7 @@ export class EventPlacement {
     const others = [...new Set(event.tags.filter((t) => t[0] === 'e' && isHex64(t[1]) && t[1] !== target).map((t) => t[1]))];
     if (others.length === 0) return;
     if (others.length > MAX_REACTION_CONTEXT_REFS) reject(INGEST_REFUSALS.reactionContextRefs(MAX_REACTION_CONTEXT_REFS));
-    const elsewhere = await this.onWriter(async (db) => {
+    const elsewhere = await this.withWriter(async (db) => {
       for (const id of others) {
         const ref = await this.repo.findTarget(db, communityId, id);
         if (ref !== undefined && ref.channelId !== channelId) return true;
@@ -96,7 +96,7 @@ export class EventPlacement {
     if (elsewhere) reject(TARGET_NOT_FOUND.reaction);
   }
 
-  private onWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  private withWriter<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter('event_write', work);
   }
 }

@@ -178,7 +178,7 @@ export class EventQueryService {
    */
   countRead<T>(scope: ReadScope, f: NostrFilter, ctx: HistoryContext | undefined, work: (db: Kysely<DB>) => Promise<T>, opts: { heavy?: boolean; span?: string } = {}): Promise<T> {
     const heavy = ctx !== undefined && (opts.heavy ?? heavyRead(f));
-    if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.writerRead('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
+    if (ctx === undefined || this.writerPinned(f, ctx)) return this.routed.clientReadOnWriter('authorization', work, { span: 'count_events', signal: ctx?.signal, tenant: ctx?.reader, heavy });
     const span = opts.span ?? 'count_events_routed';
     return this.routed.read({ path: ctx.path, predicate: { kind: 'bounded' }, span, author: author(scope, ctx), signal: ctx.signal, tenant: ctx.reader, heavy }, work);
   }
@@ -238,7 +238,7 @@ export class EventQueryService {
 
   private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
     const heavy = ctx !== undefined && heavyRead(filter);
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.writerRead('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
+    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.clientReadOnWriter('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
     return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader, heavy }, work);

@@ -39,7 +39,7 @@ export class SearchService {
     const ids = await this.gate.match(req.path, (db) => this.repo.matchIds(db, scope, req.text, req.prefix, req.filter, req.limit, req.offset), req.reader);
     if (ids.length === 0) return [];
     const hydrate = (db: Parameters<SearchRepository['byIds']>[0]) => this.repo.byIds(db, scope.communityId, ids);
-    if (req.strong) return this.routed.writerRead('authorization', hydrate, { tenant: req.reader });
+    if (req.strong) return this.routed.clientReadOnWriter('authorization', hydrate, { tenant: req.reader });
     return this.routed.read(
       { path: req.path, predicate: BOUNDED, span: 'get_events_by_ids_routed', author: { communityId: scope.communityId, pubkey: req.reader }, tenant: req.reader },
       hydrate,

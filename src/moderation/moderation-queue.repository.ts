@@ -48,13 +48,13 @@ export class ModerationQueueRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** One labelled writer checkout (database.md §6.2): a command's transaction, or a lookup outside one. */
-  onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter(operation, work);
   }
 
   /** Queues a report; false when this report event was queued already (a re-send). */
   async insertReport(communityId: string, r: NewReport): Promise<boolean> {
-    const row = await this.onWriter('event_write', (db) =>
+    const row = await this.withWriter('event_write', (db) =>
       db
       .insertInto('moderation_reports')
       .values({
@@ -115,7 +115,7 @@ export class ModerationQueueRepository {
 
   /** The community's reports, newest first; only those of `status` when given. */
   async reports(communityId: string, status: ReportStatus | undefined, limit: number) {
-    return this.onWriter('authorization', (db) => {
+    return this.withWriter('authorization', (db) => {
       let q = db
         .selectFrom('moderation_reports')
         .select(['id', 'report_event_id', 'reporter_pubkey', 'target_kind', 'target_pubkey', 'target_event_id', 'channel_id', 'report_type', 'note', 'status', 'resolution_action', 'resolved_by', 'resolved_at', 'created_at'])
@@ -127,7 +127,7 @@ export class ModerationQueueRepository {
 
   /** The community's moderation decisions, newest first. */
   async actions(communityId: string, limit: number) {
-    return this.onWriter('authorization', (db) =>
+    return this.withWriter('authorization', (db) =>
       db
         .selectFrom('moderation_actions')
         .select(['id', 'actor_pubkey', 'action', 'target_pubkey', 'target_event_id', 'report_id', 'command_event_id', 'reason', 'expires_at', 'created_at'])

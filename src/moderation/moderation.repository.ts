@@ -65,7 +65,7 @@ export class ModerationRepository {
   }
 
   private async readRestrictions(batch: readonly KeyLookup[]): Promise<Map<string, Restriction>> {
-    const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
+    const { rows } = await this.routed.internalReadOnWriter('authentication', (db) => sql<{ community_id: string; pubkey: string; banned: boolean; until: string | null }>`
       select q.community_id, q.pubkey,
              exists (select 1 from bans b where b.community_id = q.community_id and b.pubkey = q.pubkey
                        and (b.expires_at is null or b.expires_at > now())) as banned,
@@ -90,7 +90,7 @@ export class ModerationRepository {
    */
   async bannedAmong(pairs: ReadonlyArray<{ readonly communityId: string; readonly pubkey: string }>): Promise<Set<string>> {
     if (pairs.length === 0) return new Set();
-    const { rows } = await this.routed.onWriter('authorization', (db) => sql<{ community_id: string; pubkey: string }>`
+    const { rows } = await this.routed.internalReadOnWriter('authorization', (db) => sql<{ community_id: string; pubkey: string }>`
       select b.community_id, b.pubkey
         from unnest(${pairs.map((p) => p.communityId)}::uuid[], ${pairs.map((p) => p.pubkey)}::text[]) as q(community_id, pubkey)
         join bans b on b.community_id = q.community_id and b.pubkey = q.pubkey
@@ -105,7 +105,7 @@ export class ModerationRepository {
    */
   async banExpiries(pairs: ReadonlyArray<{ readonly communityId: string; readonly pubkey: string }>): Promise<Map<string, number>> {
     if (pairs.length === 0) return new Map();
-    const { rows } = await this.routed.onWriter('authorization', (db) => sql<{ community_id: string; pubkey: string; until_ms: string | null }>`
+    const { rows } = await this.routed.internalReadOnWriter('authorization', (db) => sql<{ community_id: string; pubkey: string; until_ms: string | null }>`
       select b.community_id, b.pubkey, (extract(epoch from b.expires_at) * 1000)::bigint as until_ms
         from unnest(${pairs.map((p) => p.communityId)}::uuid[], ${pairs.map((p) => p.pubkey)}::text[]) as q(community_id, pubkey)
         join bans b on b.community_id = q.community_id and b.pubkey = q.pubkey
@@ -129,7 +129,7 @@ export class ModerationRepository {
   }
 
   private async readAllowlisted(batch: readonly KeyLookup[]): Promise<Map<string, boolean>> {
-    const { rows } = await this.routed.onWriter('authentication', (db) => sql<{ community_id: string; pubkey: string }>`
+    const { rows } = await this.routed.internalReadOnWriter('authentication', (db) => sql<{ community_id: string; pubkey: string }>`
       select a.community_id, a.pubkey
         from unnest(${batch.map((b) => b.communityId)}::uuid[], ${batch.map((b) => b.pubkey)}::text[]) as q(community_id, pubkey)
         join pubkey_allowlist a on a.community_id = q.community_id and a.pubkey = q.pubkey`.execute(db));
@@ -149,7 +149,7 @@ export class ModerationRepository {
    * wins: a later proof naming another owner leaves the row alone. True when this call wrote it.
    */
   async recordAgentOwner(communityId: string, agentPubkey: string, ownerPubkey: string): Promise<boolean> {
-    const row = await this.routed.onWriter('authentication', (db) =>
+    const row = await this.routed.internalReadOnWriter('authentication', (db) =>
       db
         .insertInto('agent_owners')
         .values({ community_id: communityId, agent_pubkey: agentPubkey, owner_pubkey: ownerPubkey })

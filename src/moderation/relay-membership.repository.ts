@@ -20,7 +20,7 @@ export class RelayMembershipRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** One labelled writer checkout (database.md §6.2), for callers outside a transaction. */
-  onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  withWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     return this.database.withWriter(operation, work);
   }
 

@@ -28,7 +28,7 @@ export class CommunityRepository {
   /** Looks the host up in communities first, then in community_host_aliases. */
   async findByHost(hosts: readonly string[]): Promise<Community | undefined> {
     // The first host is the most specific; a direct host beats an alias of the same name.
-    const row = await this.routed.onWriter('tenant_resolution', (db) => sql<{ id: string; host: string; archived: boolean; icon: string | null }>`
+    const row = await this.routed.internalReadOnWriter('tenant_resolution', (db) => sql<{ id: string; host: string; archived: boolean; icon: string | null }>`
       select id, host, archived, icon from (
         select c.id, c.host, c.host as matched, (c.archived_at is not null) as archived, c.icon, 0 as rank
           from communities c where c.host = any(${hosts as string[]}::text[])
@@ -44,7 +44,7 @@ export class CommunityRepository {
   }
 
   async settings(communityId: string): Promise<{ threadRepliesInChannel: boolean }> {
-    const row = await this.routed.onWriter('tenant_resolution', (db) =>
+    const row = await this.routed.internalReadOnWriter('tenant_resolution', (db) =>
       db.selectFrom('communities').select('thread_replies_in_channel').where('id', '=', communityId).executeTakeFirst(),
     );
     return { threadRepliesInChannel: row?.thread_replies_in_channel ?? false };

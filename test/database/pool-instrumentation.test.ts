@@ -61,7 +61,7 @@ describe('writer pairs and the cancelled outcome', () => {
     const abort = new AbortController();
     const s0 = await started('subscription_history');
     const [c0, ok0] = [await attempts('subscription_history', 'cancelled'), await attempts('subscription_history', 'success')];
-    const read = layer.routed.writerRead('subscription_history', async () => 'served', { signal: abort.signal });
+    const read = layer.routed.clientReadOnWriter('subscription_history', async () => 'served', { signal: abort.signal });
     read.catch(() => undefined);
     await eventually('the read waits for the only writer connection', async () => (await started('subscription_history')) === s0 + 1);
     abort.abort(new Error('client went away'));
@@ -70,7 +70,7 @@ describe('writer pairs and the cancelled outcome', () => {
     expect(await attempts('subscription_history', 'cancelled')).toBe(c0 + 1);
     expect(await attempts('subscription_history', 'success')).toBe(ok0); // one terminal outcome only
     // The connection handed over after the abort went back to the pool: the next read is served.
-    expect(await layer.routed.writerRead('subscription_history', async () => 'served')).toBe('served');
+    expect(await layer.routed.clientReadOnWriter('subscription_history', async () => 'served')).toBe('served');
     await eventually('the pool is idle again', async () => writerPoolOf(layer.database).idleCount === 1 && writerPoolOf(layer.database).waitingCount === 0);
   });
 });

@@ -153,11 +153,11 @@ describe('the immediate hook', () => {
     const c = client(newIdentity().pubkey);
     // A lookup of the key (an AUTH or REQ admission, say) read "not banned" and is still in
     // flight: its answer is held until the hook has run.
-    const real = layer.routed.onWriter.bind(layer.routed);
+    const real = layer.routed.internalReadOnWriter.bind(layer.routed);
     let letThrough!: () => void;
     const held = new Promise<void>((r) => (letThrough = r));
     let read = false;
-    const spy = jest.spyOn(layer.routed, 'onWriter').mockImplementationOnce(async (operation, work) => {
+    const spy = jest.spyOn(layer.routed, 'internalReadOnWriter').mockImplementationOnce(async (operation, work) => {
       const answer = await real(operation, work);
       read = true;
       await held;

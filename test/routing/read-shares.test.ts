@@ -70,12 +70,12 @@ const refusals = (gate: string, reason: string) => metricValue('buzz_db_read_sha
 describe('the writer-read cap', () => {
   it("refuses a tenant's read past its share and serves another tenant's meanwhile", async () => {
     const flood = held();
-    const running = layer.routed.writerRead('subscription_history', flood.work, { tenant: 'flood' });
+    const running = layer.routed.clientReadOnWriter('subscription_history', flood.work, { tenant: 'flood' });
     await flood.running;
     const before = await refusals('writer_reads', 'share');
     const [over, other] = await Promise.all([
-      outcome(layer.routed.writerRead('subscription_history', where, { tenant: 'flood' })),
-      outcome(layer.routed.writerRead('subscription_history', where, { tenant: 'victim' })),
+      outcome(layer.routed.clientReadOnWriter('subscription_history', where, { tenant: 'flood' })),
+      outcome(layer.routed.clientReadOnWriter('subscription_history', where, { tenant: 'victim' })),
     ]);
     expect(over).toBeInstanceOf(ReadShareExceededError);
     expect((over as ReadShareExceededError).gate).toBe('writer_reads');
@@ -84,15 +84,15 @@ describe('the writer-read cap', () => {
     flood.let();
     expect(await running).toBe('writer');
     // Its share comes back with its read.
-    expect(await layer.routed.writerRead('subscription_history', where, { tenant: 'flood' })).toBe('writer');
+    expect(await layer.routed.clientReadOnWriter('subscription_history', where, { tenant: 'flood' })).toBe('writer');
   });
 
   it('refuses for capacity, as before, a tenant within its share when other tenants fill the cap', async () => {
     const holders = ['a', 'b', 'c', 'd'].map(() => held());
-    const running = holders.map((h, i) => layer.routed.writerRead('subscription_history', h.work, { tenant: `t${i}` }));
+    const running = holders.map((h, i) => layer.routed.clientReadOnWriter('subscription_history', h.work, { tenant: `t${i}` }));
     await Promise.all(holders.map((h) => h.running));
     const before = await refusals('writer_reads', 'capacity');
-    const refused = await outcome(layer.routed.writerRead('subscription_history', where, { tenant: 'victim' }));
+    const refused = await outcome(layer.routed.clientReadOnWriter('subscription_history', where, { tenant: 'victim' }));
     expect(refused).toBeInstanceOf(WriterReadRejectedError);
     expect(await refusals('writer_reads', 'capacity')).toBe(before + 1);
     holders.forEach((h) => h.let());

@@ -34,6 +34,6 @@ export class ReportsRepository {
 
   /** Writer-pinned: always current (read-after-write), under the writer-read cap. */
   findCurrent(id: number): Promise<Report | undefined> {
-    return this.routed.writerRead('subscription_history', (db) => reportById(db, id, 0));
+    return this.routed.clientReadOnWriter('subscription_history', (db) => reportById(db, id, 0));
   }
 }

@@ -142,8 +142,8 @@ export class RoutedReader {
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const onWriter = () => this.writerRead(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
-      if (decision.target === 'writer') return onWriter();
+      const fallBack = () => this.clientReadOnWriter(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
+      if (decision.target === 'writer') return fallBack();
       const { tx } = decision;
       let result: T;
       const cancel = tx.cancelOnAbort(req.signal);
@@ -152,13 +152,13 @@ export class RoutedReader {
       } catch (caught) {
         const err = toDatabaseError(caught);
         if (cancel.dispose()) return this.abandoned(req, tx, err);
-        return this.replicaFailed(req, tx, err, onWriter);
+        return this.replicaFailed(req, tx, err, fallBack);
       }
       if (cancel.dispose()) return this.abandoned(req, tx, new Error('read abandoned: the client went away'));
       tx.release();
       if (postVerify && !postVerify(result, tx.entry)) {
         this.metrics.recordRoute('thread_eof', { decision: 'writer', reason: 'stale' });
-        return onWriter();
+        return fallBack();
       }
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
       return result;
@@ -173,23 +173,23 @@ export class RoutedReader {
   async session<T>(req: RouteRequest, page: (db: Kysely<DB>) => Promise<T>, rules: ReplicaPageRules<T> = {}): Promise<{ page: T; session: ReadSession }> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const onWriter = async () => ({
-        page: await this.writerRead(fallbackOperation(req), page, { signal: req.signal, tenant: req.tenant }),
+      const fallBack = async () => ({
+        page: await this.clientReadOnWriter(fallbackOperation(req), page, { signal: req.signal, tenant: req.tenant }),
         session: this.writerSession(req.tenant),
       });
-      if (decision.target === 'writer') return onWriter();
+      if (decision.target === 'writer') return fallBack();
       const { tx } = decision;
       let result: T;
       try {
         result = await page(tx.db);
       } catch (caught) {
-        return this.replicaFailed(req, tx, toDatabaseError(caught), onWriter, rules.surface);
+        return this.replicaFailed(req, tx, toDatabaseError(caught), fallBack, rules.surface);
       }
       const redo = rules.redo?.(result);
       if (redo !== undefined) {
         tx.release();
         this.metrics.recordRoute(req.path, { decision: 'writer', reason: redo });
-        return onWriter();
+        return fallBack();
       }
       this.metrics.recordRoute(req.path, { decision: 'replica', reason: decision.verdict });
       return { page: result, session: new ReadSession(tx, this.writerRunner(req.tenant), this.metrics, this.logger) };
@@ -197,27 +197,29 @@ export class RoutedReader {
   }
 
   /**
-   * A client-driven read served by the writer (no route decision): writer-pinned reads (no
+   * A read a client asked for, served by the writer (no route decision): writer-pinned reads (no
    * `kinds`, channel metadata, strong consistency, search matching, the bridge's windows) and
-   * every writer fallback of a routed read, under the writer-read cap (WriterReads).
+   * every writer fallback of a routed read. Capped (WriterReads): a place of the writer-read cap
+   * within 1 s (a heavy place too when `heavy`), the tenant's share, the client read deadline;
+   * else WriterReadRejectedError or ReadShareExceededError.
    */
-  writerRead<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
+  clientReadOnWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, opts: WriterReadOptions = {}): Promise<T> {
     if (opts.span) return datastoreSpan(this.metrics, opts.span, () => this.writerReads.read(operation, work, { signal: opts.signal, tenant: opts.tenant, heavy: opts.heavy }));
     return this.writerReads.read(operation, work, opts);
   }
 
   /**
-   * A writer read the relay itself needs (tenant resolution, authentication, access checks):
-   * outside the writer-read cap and under the session's own deadline. `span` names a datastore
-   * span for pinned reads (`query_events`).
+   * A writer read the relay itself needs before it can answer anyone (tenant resolution,
+   * authentication, access checks): outside the writer-read cap, under the writer session's own
+   * deadline; never a page a client asked for. `span` names a datastore span (`query_events`).
    */
-  async onWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
-    if (span) return datastoreSpan(this.metrics, span, () => this.onWriter(operation, work));
+  async internalReadOnWriter<T>(operation: WriterOperation, work: (db: Kysely<DB>) => Promise<T>, span?: string): Promise<T> {
+    if (span) return datastoreSpan(this.metrics, span, () => this.internalReadOnWriter(operation, work));
     return this.db.withWriter(operation, work);
   }
 
   private writerRunner(tenant: string | undefined) {
-    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.writerRead('subscription_history', work, { tenant });
+    return <T>(work: (db: Kysely<DB>) => Promise<T>) => this.clientReadOnWriter('subscription_history', work, { tenant });
   }
 
   private writerSession(tenant: string | undefined): ReadSession {
