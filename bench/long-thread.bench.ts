@@ -36,7 +36,7 @@ import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 import { generateSecretKey, getPublicKey, finalizeEvent, type Event as NostrEvent } from 'nostr-tools/pure';
 import { fillEventRefs } from '@buzz-relay/read-path/internal';
-import { AUX_KINDS } from '../src/bridge/bridge-query.service.js';
+import { AUX_KINDS } from '../src/bridge/bridge-params.js';
 import { BridgeReadsRepository } from '../src/bridge/bridge-reads.repository.js';
 import { DB } from '@buzz-relay/read-path';
 import { EventWriteRepository } from '../src/events/event-write.repository.js';

@@ -17,8 +17,6 @@ import { channelDecidesH } from '../events/event-read.queries.js';
 import { ReadScope } from '../channels/read-scope.js';
 import { eventVisibleToReader } from '../events/visibility.js';
 import {
-  AUX_KINDS,
-  AUX_SECOND_HOP_KINDS,
   Branch,
   branchOf,
   catchAllParams,
@@ -39,7 +37,6 @@ import { ChannelWindowService } from './channel-window.service.js';
 import { holdAnswer } from './query-answer-memory.js';
 import { auxClosure, BridgeReader, Runner, strong, visibleRows } from './query-rows.js';
 
-export { AUX_KINDS, AUX_SECOND_HOP_KINDS };
 const BRANCH_ORDER: readonly Branch[] = ['search', 'presence', 'window', 'feed', 'thread', 'catchall'];
 
 @Injectable()

@@ -16,7 +16,7 @@ import { BanNotices } from '../moderation/ban-notices.js';
 import { ModerationQueueRepository, NewAction } from '../moderation/moderation-queue.repository.js';
 import { ModerationRepository } from '../moderation/moderation.repository.js';
 import { outranks, RANK, relayRank } from '../moderation/ranks.js';
-import { Authority, RelayAuthority } from '../moderation/relay-authority.service.js';
+import { RelayAuthority } from '../moderation/relay-authority.service.js';
 import { RelayMembershipRepository } from '../moderation/relay-membership.repository.js';
 import { KIND, MODERATION_KINDS } from '../nostr/kinds.js';
 import { reject } from '../nostr/refusal.js';
@@ -24,7 +24,7 @@ import { BAN_REFUSALS } from '../moderation/ban.refusals.js';
 import { MODERATION_REFUSALS } from './moderation.refusals.js';
 import { expirationOf, requireFreshCommand, tagValue, targetPubkey } from './command-input.js';
 import { CommandReplayGuard } from './command-replay.guard.js';
-import { Actor, actorKey } from './actor.js';
+import { Actor, actorKey, authorityOf } from './actor.js';
 import { lowerHex64 } from '../nostr/hex.js';
 import type { EventCommand } from '../events/command-registry.js';
 
@@ -162,15 +162,16 @@ export class ModerationCommands implements EventCommand {
 
   /** The actor must be a moderator and outrank the target (nobody moderates themselves or a peer). */
   private async authorise(communityId: string, actor: Actor, target: string | undefined): Promise<void> {
-    const authorityOf = (pubkey: string) => this.members.withWriter('authorization', (db) => this.authority.of(db, communityId, pubkey));
-    const who: Authority = actor === 'operator' ? 'owner' : (await authorityOf(actor.pubkey)).authority;
+    const [who, theirs] = await this.members.withWriter('authorization', async (db) => [
+      await authorityOf(this.authority, db, communityId, actor),
+      target === undefined ? undefined : await authorityOf(this.authority, db, communityId, { pubkey: target }),
+    ]);
     if (who !== 'owner' && who !== 'admin') reject(MODERATION_REFUSALS.moderatorRequired);
-    if (target === undefined) return;
+    if (target === undefined || theirs === undefined) return;
     if (actor !== 'operator' && actor.pubkey === target) reject(MODERATION_REFUSALS.moderateSelf);
-    const theirs = relayRank((await authorityOf(target)).authority);
     // The CLI acts as an owner, yet never on a configured key.
     const mine = actor === 'operator' && this.authority.isConfigured(target) ? RANK.none : relayRank(who);
-    if (!outranks(mine, theirs)) reject(MODERATION_REFUSALS.outranked);
+    if (!outranks(mine, relayRank(theirs))) reject(MODERATION_REFUSALS.outranked);
   }
 }
 

@@ -22,7 +22,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool } from 'pg';
 import * as refsMigration from '../../packages/read-path/migrations/0016_event_refs.js';
-import { AUX_KINDS, AUX_SECOND_HOP_KINDS } from '../../src/bridge/bridge-query.service.js';
+import { AUX_KINDS, AUX_SECOND_HOP_KINDS } from '../../src/bridge/bridge-params.js';
 import { BridgeReadsRepository } from '../../src/bridge/bridge-reads.repository.js';
 import { NostrFilter } from '../../src/nostr/nostr.types.js';
 import { DB } from '../../packages/read-path/src/database/database.types.js';
