@@ -109,7 +109,7 @@ describe('the spare writer connection (issue 17)', () => {
   });
 });
 
-describe('writer connection setup steps (§6.6)', () => {
+describe('writer connection setup steps (database.md §6.6)', () => {
   const cfg = poolSettings(relayDatabaseOptions(loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused' })));
   const metrics = new DatabaseMetrics();
   const snapshot = async () => Object.fromEntries(await Promise.all(CONNECTION_STEPS.flatMap((s) => ['succeeded', 'failed', 'timed_out'].map(async (o) => [`${s}/${o}`, await step(s, o)] as const))));
