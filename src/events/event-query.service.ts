@@ -75,6 +75,11 @@ export interface HistoryContext {
   readonly offset?: number;
   /** Aborted when the client went away: the read's running statement is cancelled. */
   readonly signal?: AbortSignal;
+  /**
+   * True while the reader's output has not drained: no filter is read ahead meanwhile, each is
+   * read when its turn comes (absent: always read ahead).
+   */
+  readonly outputBacklogged?: () => boolean;
 }
 
 /** Events of one filter's page (all of it, or the part one memory lease holds) and whether the read ends with them. */
@@ -111,20 +116,31 @@ export class EventQueryService {
   async *history(scope: ReadScope, filters: readonly NostrFilter[], dedupe: boolean, ctx?: HistoryContext): AsyncGenerator<HistoryBatch> {
     const seen = new Set<string>();
     const pending = new Map<number, Promise<PageRead>>();
-    // Only the filter being awaited may wait for memory; the ones read ahead take it when it is
-    // there and are read again, waiting, when their turn comes (so no read ahead holds memory
-    // while another's turn waits for it).
-    const start = (i: number, wait: boolean) => pending.set(i, this.queryOne(scope, filters[i], ctx, { wait }));
+    // Only the filter being awaited may wait for memory; the ones read ahead (`ahead`) take it
+    // when it is there and are read again, waiting, when their turn comes (so no read ahead holds
+    // memory while another's turn waits for it).
+    const ahead = new Set<number>();
+    const start = (i: number, wait: boolean) => {
+      if (!wait) ahead.add(i);
+      pending.set(i, this.queryOne(scope, filters[i], ctx, { wait }));
+    };
+    // Up to FILTER_QUERY_CONCURRENCY filters from the one awaited, while the reader's output
+    // keeps up: read ahead for a client that does not take its frames, rows would only wait in
+    // memory (and hold the pool) instead of in Postgres.
+    const readAhead = (from: number) => {
+      while (next < filters.length && next < from + FILTER_QUERY_CONCURRENCY && ctx?.outputBacklogged?.() !== true) start(next++, false);
+    };
     let next = 0;
     try {
-      for (; next < Math.min(FILTER_QUERY_CONCURRENCY, filters.length); next++) start(next, next === 0);
       for (let i = 0; i < filters.length; i++) {
+        if (next === i) start(next++, true);
+        readAhead(i);
         let read = await pending.get(i)!.catch((err: unknown) => {
-          if (i === 0 || !(err instanceof MemoryRefusedError)) throw err;
+          if (!ahead.has(i) || !(err instanceof MemoryRefusedError)) throw err;
           return this.queryOne(scope, filters[i], ctx, { wait: true });
         });
         pending.delete(i);
-        if (next < filters.length) start(next++, false);
+        readAhead(i + 1);
         let left = effectiveLimit(filters[i]);
         for (;;) {
           const { page, lease } = read;

@@ -60,6 +60,14 @@ export class ConnectionOutput {
     return this.inflightSends < this.limits.sendBuffer && (this.queued === 0 || this.queued + bytes <= this.limits.maxQueuedBytes);
   }
 
+  /**
+   * True while more than half the connection's output budget waits for the socket: frames read
+   * now would only queue behind it. No side effects (RelayConnection.outputBacklogged).
+   */
+  backlogged(): boolean {
+    return this.congested || this.queued > this.limits.maxQueuedBytes / 2;
+  }
+
   /** RelayConnection.hasOutputRoom. */
   hasRoom(): boolean {
     if (this.holder.isCancelled) return false;

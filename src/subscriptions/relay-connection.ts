@@ -159,6 +159,14 @@ export class RelayConnection implements OutputHolder {
     return this.out.hasRoom();
   }
 
+  /**
+   * True while the client has not taken half its output budget yet: history reads do not read
+   * ahead for it meanwhile (EventQueryService.history), so rows wait in Postgres, not in memory.
+   */
+  outputBacklogged(): boolean {
+    return this.out.backlogged();
+  }
+
   /** See ConnectionOutput.waitForRoom. */
   waitForRoom(bytes: number): Promise<boolean> {
     return this.out.waitForRoom(bytes);

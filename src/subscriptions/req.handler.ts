@@ -136,7 +136,7 @@ export class ReqHandler {
     try {
       // One batch per filter (or per memory lease of a large page). The page goes out in turns
       // (OutputTurns), EOSE in the last one, so a storm's pages do not hold the event loop.
-      for await (const { events: batch, last } of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal })) {
+      for await (const { events: batch, last } of this.queries.history(scope, filters, true, { path: 'req_historical', reader: conn.pubkey, signal: conn.readSignal, outputBacklogged: () => conn.outputBacklogged() })) {
         for (let at = 0; at < batch.length || (last && !eose); ) {
           const step = await this.turns.run(() => sendPageTurn(target, batch, at, last));
           if (step.stop === 'gone') return;
