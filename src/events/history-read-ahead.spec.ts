@@ -5,7 +5,8 @@
  */
 import type { RoutedReader } from '@buzz-relay/read-path';
 import { communityWide } from '../channels/read-scope.js';
-import { NostrFilter, parseFilter } from '../nostr/filter.js';
+import { parseFilter } from '../nostr/filter.js';
+import type { NostrFilter } from '../nostr/nostr.types.js';
 import { EventQueryService, FILTER_QUERY_CONCURRENCY, HistoryBatch } from './event-query.service.js';
 import type { EventReadRepository } from './event-read.repository.js';
 
