@@ -9,6 +9,7 @@
  *
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
  *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10] [--shapes kinds,author,tag,channel]
+ *     [--rest-seconds 0]
  *
  * Then, for each `--rates` value (REQs per second over all connections and the four shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
@@ -19,6 +20,10 @@
  * `--reqs` is per connection and per shape. The seed is published through the relay (signed with
  * nostr-tools finalizeEvent before timing); each shape's first relay answer is checked against
  * its SQL answer, and every REQ must end with EOSE and `limit` events (exit 1 otherwise).
+ *
+ * Last, a `memory` line: the relay's RSS once its clients closed, and with `--rest-seconds` N also
+ * after N idle seconds (V8 gives its young generation back in a memory-reducing collection some
+ * tens of seconds after the load stops; issue 32's goal is RSS after the run).
  */
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
@@ -30,7 +35,8 @@ import { collectGarbage, logLine, quietPool, round, secondsSince, startBenchEnv,
 import { chartsDir, chartsOption, latencyCdf, latencyOverTime, writeCharts, type SeriesSample, type TimedPoint } from './lib/charts.js';
 import { cpuSince, sampleCpu, type CpuSample } from './lib/cpu-usage.js';
 import { runOpenLoop } from './lib/open-loop.js';
-import { gcCombine, gcTotals, NO_GC, type GcTotals } from './lib/pod-metrics.js';
+import { gcCombine, gcTotals, NO_GC, podMetric, type GcTotals } from './lib/pod-metrics.js';
+import { procStatusBytes } from './lib/abuse-watch.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { closeClients, connectClients, dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
 
@@ -44,6 +50,7 @@ const { values: args } = parseArgs({
     rates: { type: 'string', default: '250,500,750' },
     'open-seconds': { type: 'string', default: '10' },
     'open-warmup-seconds': { type: 'string', default: '10' },
+    'rest-seconds': { type: 'string', default: '0' },
     ...chartsOption,
   },
 });
@@ -55,6 +62,7 @@ const RATES = args.rates.split(',').filter(Boolean).map(Number);
 const SHAPES = args.shapes.split(',').filter(Boolean);
 const OPEN_SECONDS = Number(args['open-seconds']);
 const OPEN_WARMUP_SECONDS = Number(args['open-warmup-seconds']);
+const REST_SECONDS = Number(args['rest-seconds']);
 const LIMIT = 20;
 const TOPICS = 20;
 const SPREAD_SECS = 300;
@@ -399,6 +407,32 @@ function emptyTimed(): Timed {
   return { seconds: 0, latenciesMs: [], cpu: { relay: 0, postgres: 0, client: 0 } };
 }
 
+/**
+ * The relay's RSS (MB) once the clients closed, and after REST_SECONDS idle when asked, with what
+ * the V8 heap held then (committed new and old space, used heap, external memory; prom-client's
+ * default families), so the rest of RSS is the workers, native allocations and the binary.
+ */
+async function memoryLine(env: BenchEnv): Promise<Record<string, unknown>> {
+  const mb = (field: 'VmRSS' | 'VmHWM') => round(procStatusBytes(env.relayPid, field) / 1048576, 1);
+  const after = mb('VmRSS');
+  const peak = mb('VmHWM');
+  if (REST_SECONDS <= 0) return { bench: 'req', variant: 'memory', relay_rss_after_mb: after, relay_rss_peak_mb: peak };
+  await new Promise((resolve) => setTimeout(resolve, REST_SECONDS * 1000));
+  const heap = async (name: string, label?: string) => round((await podMetric(env.relayUrl, name, label)) / 1048576, 1);
+  return {
+    bench: 'req',
+    variant: 'memory',
+    relay_rss_after_mb: after,
+    relay_rss_peak_mb: peak,
+    rest_s: REST_SECONDS,
+    relay_rss_rest_mb: mb('VmRSS'),
+    rest_heap_new_mb: await heap('nodejs_heap_space_size_total_bytes', 'space="new"'),
+    rest_heap_old_mb: await heap('nodejs_heap_space_size_total_bytes', 'space="old"'),
+    rest_heap_used_mb: await heap('nodejs_heap_size_used_bytes'),
+    rest_external_mb: await heap('nodejs_external_memory_bytes'),
+  };
+}
+
 async function main(): Promise<void> {
   const env = await startBenchEnv(); // first: a relay that cannot start fails the run at once
   try {
@@ -452,6 +486,7 @@ async function main(): Promise<void> {
     }
     for (const rate of RATES) console.log(JSON.stringify(await openLoopLine(env, conns, communityId, allShapes, rate, OPEN_SECONDS)));
     conns.forEach((c) => c.close());
+    console.log(JSON.stringify(await memoryLine(env)));
   } catch (err) {
     logLine(`relay output:\n${env.relayOutput()}`);
     throw err;
