@@ -165,7 +165,7 @@ export interface RelayChild {
 }
 
 function relayEnv(databaseEnv: Record<string, string>): NodeJS.ProcessEnv {
-  const passThrough = Object.fromEntries(Object.entries(process.env).filter(([key]) => key.startsWith('BUZZ_') || key.startsWith('MALLOC_')));
+  const passThrough = Object.fromEntries(Object.entries(process.env).filter(([key]) => key.startsWith('BUZZ_') || key.startsWith('MALLOC_') || key === 'LD_PRELOAD'));
   return {
     PATH: process.env.PATH ?? '',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
