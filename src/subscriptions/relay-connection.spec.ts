@@ -149,6 +149,22 @@ describe('RelayConnection output budget', () => {
     expect(budget.total).toBe(0);
   });
 
+  it('is backlogged past half its budget or after a send that did not fit, until it drains to half', () => {
+    const a = stalled(new OutputBudget(1 << 20), 1000);
+    a.conn.sendRaw(frameOf(500));
+    expect(a.conn.outputBacklogged()).toBe(false);
+    a.conn.sendRaw(frameOf(1));
+    expect(a.conn.outputBacklogged()).toBe(true);
+    a.drain();
+    expect(a.conn.outputBacklogged()).toBe(false);
+    a.conn.sendRaw(frameOf(400));
+    expect(a.conn.sendRaw(frameOf(700))).toBe('full');
+    // Under half queued, yet a send did not fit: backlogged until the queue drains.
+    expect(a.conn.outputBacklogged()).toBe(true);
+    a.drain();
+    expect(a.conn.outputBacklogged()).toBe(false);
+  });
+
   it('refuses data past the connection budget but still queues a terminal CLOSED from the reserve', () => {
     const budget = new OutputBudget(1 << 20);
     const a = stalled(budget, 1000);
