@@ -21,7 +21,7 @@ import { forQuery, HEAVY_READ_TERMS } from '@buzz-relay/read-path/internal';
 import { allStatementsGeneric, channelDecidesH } from './event-read.queries.js';
 import { EventReadRepository, HistoryPage } from './event-read.repository.js';
 import { effectiveLimit, filterTerms, matchesNothing, matchFilter } from '../nostr/filter.js';
-import { HistoryFlights } from './history-flights.js';
+import { HistoryFlights, type Started } from './history-flights.js';
 import { isAddressable, VISIBILITY_GATED_KINDS } from '../nostr/kinds.js';
 import { ReadScope } from '../channels/read-scope.js';
 import { MemoryBudget, MemoryLease, MemoryPool, MemoryRefusedError } from '../memory/memory-budget.js';
@@ -229,14 +229,13 @@ export class EventQueryService {
         // actually running (or anyone's next REQ). The lease is taken once the read has its
         // connection, and never waits then.
         if (memory.lease === undefined) await this.rowsMemoryFree(ctx?.reader, memory.wait, signal);
-        return this.readPage(scope, filter, ctx, signal, async (db) => {
+        return this.readPage(scope, filter, ctx, signal, started, async (db) => {
           // Taken on the first try; a retry (another connection) reads under the same cap.
           if (!leased) {
             leased = true;
             lease = memory.lease ? this.regrow(memory.lease) : this.leaseRows(ctx?.reader);
             cap = lease && Math.floor(lease.bytes / HEAP_BYTES_PER_TEXT_BYTE);
           }
-          started();
           const rows = await this.repo.queryPage(db, scope, filter, limit, ctx?.offset, undefined, cap);
           lease?.settle(rows.events.reduce((sum, ev) => sum + eventHeapBytes(ev), 0));
           return rows;
@@ -252,12 +251,22 @@ export class EventQueryService {
     }
   }
 
-  private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
+  /**
+   * `snapshot` is called once the page's snapshot is fixed (RouteRequest.onSnapshot): a writer
+   * read's work starting, a replica read's proof answered (its page may already be on the wire).
+   */
+  private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, snapshot: Started, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
     const heavy = ctx !== undefined && heavyRead(filter);
-    if (ctx === undefined || this.writerPinned(filter, ctx)) return this.routed.clientReadOnWriter('authorization', work, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
+    if (ctx === undefined || this.writerPinned(filter, ctx)) {
+      const onWriter = (db: Kysely<DB>) => {
+        snapshot();
+        return work(db);
+      };
+      return this.routed.clientReadOnWriter('authorization', onWriter, { span: 'query_events', signal, tenant: ctx?.reader, heavy });
+    }
     const predicate = forQuery({ channelId: pinnedChannel(scope), until: filter.until }, this.routed.routingEnabled);
     const genericPlan = allStatementsGeneric(scope, filter, ctx.offset ?? 0);
-    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader, heavy }, work);
+    return this.routed.read({ path: ctx.path, predicate, span: 'query_events_routed', author: author(scope, ctx), genericPlan, signal, tenant: ctx.reader, heavy, onSnapshot: snapshot }, work);
   }
 
   /**

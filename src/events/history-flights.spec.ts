@@ -22,3 +22,49 @@ describe('HistoryFlights', () => {
     expect(ran).toEqual(['starter', 'joiner']);
   });
 });
+
+describe('HistoryFlights: how long a flight takes joiners', () => {
+  /** A flight whose start reports `started(how)` at once, then waits for `finish`. */
+  function held(flights: HistoryFlights, how: 'waiting' | 'closed' | (() => boolean)) {
+    let finish!: (rows: string) => void;
+    const starts: number[] = [];
+    const read = () =>
+      flights.run('page', undefined, (_signal, started) => {
+        starts.push(starts.length);
+        if (how === 'closed') started();
+        else if (how !== 'waiting') started(how);
+        return new Promise<string>((resolve) => (finish = resolve));
+      });
+    return { read, starts, finish: (rows: string) => finish(rows) };
+  }
+
+  it('takes every identical read until its snapshot is fixed', async () => {
+    const f = held(new HistoryFlights(), 'waiting');
+    const reads = [f.read(), f.read(), f.read()];
+    f.finish('rows');
+    expect(await Promise.all(reads)).toEqual(['rows', 'rows', 'rows']);
+    expect(f.starts).toHaveLength(1);
+  });
+
+  it('takes no read once a writer snapshot is fixed', () => {
+    const f = held(new HistoryFlights(), 'closed');
+    void f.read();
+    void f.read();
+    expect(f.starts).toHaveLength(2);
+  });
+
+  it('takes a read after a replica snapshot is fixed only while the proof would still serve it', async () => {
+    let fresh = true;
+    const f = held(new HistoryFlights(), () => fresh);
+    const first = f.read();
+    const joined = f.read();
+    expect(f.starts).toHaveLength(1);
+    fresh = false;
+    const own = f.read();
+    expect(f.starts).toHaveLength(2);
+    f.finish('second flight');
+    expect(await own).toBe('second flight');
+    // The first flight's waiters are not moved: `finish` now ends the second one only.
+    expect(await Promise.race([first, joined, Promise.resolve('still waiting')])).toBe('still waiting');
+  });
+});

@@ -5,15 +5,22 @@
  * read, its rows handed to every waiter, each of which then applies its own filter match,
  * visibility check, EOSE and live registration.
  *
- * A flight takes joiners only until its work starts on a database snapshot (`started()`): a read
- * that arrives later starts a flight of its own, so no waiter gets rows from a snapshot taken
- * before it asked (a replica read's proof, a writer statement's start). A failed flight fails
- * every waiter with the same error, with one exception: a flight that was shed (the reader busy,
- * seed 000) fails only the read that started it. The reads that joined it never had an attempt
- * of their own, so they get one: together, as one new flight. (Measured: one shed flight in a
- * 1,000-client storm sent 651 clients into retries.) A waiter whose client went away just stops
- * waiting; the flight's statement is cancelled only once every waiter's client has gone.
+ * When a flight's snapshot is fixed (`started()`) it takes joiners only as far as that snapshot
+ * would serve them. A writer read's snapshot is taken as its statement starts: no later read
+ * joins, so no waiter gets rows from a snapshot taken before it asked. A replica read's snapshot
+ * is proved for bounded staleness (docs/read-routing.md): a later read joins while that proof is
+ * still within the bound the later read would be held to (`started(stillShared)`), the check its
+ * own proof would have to pass, so every waiter gets what it could have got alone. (Closing a
+ * replica flight at its proof halved the sharing under the large-readers attack once a proved
+ * read took one round trip: journal/30.)
  *
+ * A failed flight fails every waiter with the same error, with one exception: a flight that was
+ * shed (the reader busy, seed 000) fails only the read that started it. The reads that joined it
+ * never had an attempt of their own, so they get one: together, as one new flight. (Measured: one
+ * shed flight in a 1,000-client storm sent 651 clients into retries.) A waiter whose client went
+ * away just stops waiting; the flight's statement is cancelled only once every waiter's client
+ * has gone.
+
  * What may share is decided by the key (EventQueryService.flightKey): the same community, channel
  * scope, path and filter, and the same reader whenever the filter can match a gated kind. A
  * reader owed read-your-writes never joins.
@@ -22,16 +29,24 @@ import { counter } from '@buzz-relay/read-path/internal';
 
 const joinedReads = counter({
   name: 'buzz_history_reads_coalesced_total',
-  help: 'History reads served by an identical read already waiting to run (single flight), with no database read of their own',
+  help: 'History reads served by an identical read in flight (single flight), with no database read of their own',
 });
 
-type Start<T> = (signal: AbortSignal | undefined, started: () => void) => Promise<T>;
+/**
+ * Says the flight's snapshot is fixed. Without `stillShared` no later read may join; with it, a
+ * later read joins while it returns true.
+ */
+export type Started = (stillShared?: () => boolean) => void;
+
+type Start<T> = (signal: AbortSignal | undefined, started: Started) => Promise<T>;
 
 interface Flight {
-  readonly promise: Promise<unknown>;
+  promise: Promise<unknown>;
   readonly controller: AbortController;
   waiters: number;
   gone: number;
+  /** Undefined while the snapshot is not fixed: any identical read may join. */
+  joinable?: () => boolean;
 }
 
 export class HistoryFlights {
@@ -42,15 +57,16 @@ export class HistoryFlights {
 
   /**
    * Runs `start` for this read, or joins the open flight with the same key. `start` gets the
-   * flight's signal (aborted once every waiter's `signal` is) and must call `started()` when its
-   * work begins on a database snapshot. Without a key the read runs alone. `retried`: this read
+   * flight's signal (aborted once every waiter's `signal` is) and must call `started()` once its
+   * snapshot is fixed (RouteRequest.onSnapshot), with `stillShared` when later reads may still
+   * take it. Without a key the read runs alone. `retried`: this read
    * already joined a flight that was shed, and gets no further attempt.
    */
   run<T>(key: string | undefined, signal: AbortSignal | undefined, start: Start<T>, retried = false): Promise<T> {
     signal?.throwIfAborted();
     if (key === undefined) return start(signal, () => undefined);
     const open = this.open.get(key);
-    if (open !== undefined && !open.controller.signal.aborted) {
+    if (open !== undefined && !open.controller.signal.aborted && (open.joinable?.() ?? true)) {
       joinedReads.inc();
       return this.join(open, signal).catch((err: unknown) => {
         if (retried || !this.shed(err) || signal?.aborted === true) throw err;
@@ -58,14 +74,17 @@ export class HistoryFlights {
         return this.run(key, signal, start, true);
       }) as Promise<T>;
     }
-    const controller = new AbortController();
+    const flight: Flight = { promise: Promise.resolve(), controller: new AbortController(), waiters: 0, gone: 0 };
     const close = () => {
       if (this.open.get(key) === flight) this.open.delete(key);
     };
-    const promise = start(controller.signal, close);
-    const flight: Flight = { promise, controller, waiters: 0, gone: 0 };
+    const started: Started = (stillShared) => {
+      if (stillShared === undefined) close();
+      else flight.joinable = stillShared;
+    };
     this.open.set(key, flight);
-    promise.then(close, close);
+    flight.promise = start(flight.controller.signal, started);
+    flight.promise.then(close, close);
     return this.join(flight, signal) as Promise<T>;
   }
 

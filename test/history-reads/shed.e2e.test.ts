@@ -2,7 +2,8 @@
  * Seed 000 through the running relay: with a one-connection reader pool (history cap 1) held
  * busy, further history reads are shed as retryable (`CLOSED error: database error`, HTTP 503
  * `database unavailable`) instead of spilling onto the writer, while writer-only work
- * (`/readyz`, NIP-42 AUTH) stays fast.
+ * (`/readyz`, NIP-42 AUTH) stays fast. A REQ identical to the held read shares it (its proof is
+ * within the budget) and is served with it.
  *
  * The reader is made busy without reaching into the relay: a test transaction holds an ACCESS
  * EXCLUSIVE lock on `events` on the primary. The lock is WAL-logged and replayed on the standby,
@@ -132,7 +133,11 @@ it('sheds history reads on a busy reader with the retryable answers; writer-only
 
   await withBusyReader(async () => {
     const before = await metrics();
-    const shedReq = await timed(() => c.req('shed', { kinds: [1] }));
+    // The held read's own filter: it shares that read (its proof is within the budget) and is
+    // served with it once the lock goes, never shed, never sent to the writer.
+    c.send(['REQ', 'joins', { kinds: [1] }]);
+    // Any other read needs a permit of its own, and there is none.
+    const shedReq = await timed(() => c.req('shed', { kinds: [1], limit: 7 }));
     expect(shedReq.value.end).toEqual(['CLOSED', 'shed', 'error: database error']);
     expect(shedReq.ms).toBeLessThan(2500); // the 1 s permit budget, not a wait on the writer's lock
     c.send(['COUNT', 'shed-count', { kinds: [1] }]);
@@ -156,6 +161,7 @@ it('sheds history reads on a busy reader with the retryable answers; writer-only
     const spilled = sample(after, 'buzz_db_reader_spill_total') - sample(before, 'buzz_db_reader_spill_total');
     expect(spilled).toBe(0);
   });
+  expect(await c.waitFor((f) => f[1] === 'joins' && (f[0] === 'EOSE' || f[0] === 'CLOSED'), 10_000)).toEqual(['EOSE', 'joins']);
   // Reads are served again.
   expect((await c.req('again', { kinds: [1] })).end).toEqual(['EOSE', 'again']);
   expect((await post('/query', [{ kinds: [1] }])).status).toBe(200);

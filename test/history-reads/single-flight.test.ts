@@ -8,6 +8,8 @@
  *   different readers, never share;
  * - a reader owed read-your-writes does not join, and sees its own write;
  * - a filter of many values, or one whose key would be long, reads on its own (no flight);
+ * - a replica read still takes an identical read that arrives while its page is read, its proof
+ *   within the staleness bound; a writer read takes none once its statement is on its way;
  * - a shared read that fails fails every waiter with the same database error;
  * - a waiter whose client goes away leaves the others their rows; when every waiter has gone
  *   the read is cancelled in Postgres.
@@ -59,9 +61,9 @@ afterAll(async () => {
 
 const scopeOf = (communityId: string, who?: string): ReadScope => ({ communityId, channels: 'any', includeGlobal: true, reader: who });
 
-async function page(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext): Promise<NostrEvent[]> {
+async function page(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext, q = query): Promise<NostrEvent[]> {
   const out: NostrEvent[] = [];
-  for await (const batch of query.history(scope, [filter], true, ctx)) out.push(...batch.events);
+  for await (const batch of q.history(scope, [filter], true, ctx)) out.push(...batch.events);
   return out;
 }
 
@@ -128,6 +130,71 @@ it('a reader owed read-your-writes reads on its own and sees its write', async (
   expect(total(o.routes)).toBe(2);
   expect(ids(o.value[1])).toContain(own);
   rowsA.push(own);
+});
+
+/**
+ * A repository that, when a page's statement is about to be sent, lets the test start another
+ * read in that same turn of the event loop: nothing the database answered can have been seen yet.
+ */
+class OnPageSent extends EventReadRepository {
+  private pending: { then: () => void; when: 'sent' | 'read' } | undefined;
+
+  /** `then` runs once, as the next page's statement is sent, or (`read`) once its rows are read. */
+  next(then: () => void, when: 'sent' | 'read' = 'sent'): void {
+    this.pending = { then, when };
+  }
+
+  override async queryPage(...args: Parameters<EventReadRepository['queryPage']>): ReturnType<EventReadRepository['queryPage']> {
+    const hook = this.pending;
+    this.pending = undefined;
+    const sent = super.queryPage(...args);
+    if (hook?.when === 'sent') hook.then();
+    const rows = await sent;
+    if (hook?.when === 'read') hook.then();
+    return rows;
+  }
+}
+
+describe('how long a read takes joiners', () => {
+  const repo = new OnPageSent();
+  const timed = () => new EventQueryService(layer.routed, repo);
+
+  it('a replica read takes an identical read that arrives once its rows are read, its proof being within the bound', async () => {
+    const q = timed();
+    let late: Promise<NostrEvent[]> | undefined;
+    const read = () => page(scopeOf(communityA), kinds1, { path: 'req_historical', reader: reader() }, q);
+    const o = await observed(async () => {
+      repo.next(() => {
+        late = read();
+      }, 'read');
+      const early = await read();
+      return [early, await late];
+    });
+    expect(late).toBeDefined();
+    expect(o.routes).toEqual({ 'req_historical/replica/fresh': 1 });
+    expect(o.coalesced).toBe(1);
+    for (const events of o.value) expect(ids(events ?? [])).toEqual([...rowsA].sort());
+  });
+
+  it('a read that arrives once a writer read\'s statement is on its way reads on its own', async () => {
+    const q = timed();
+    // Group metadata: pinned to the writer, and shared like any other read (none stored here).
+    const metadata: NostrFilter = { kinds: [39000], limit: 50, tags: {}, extensions: {} };
+    let late: Promise<NostrEvent[]> | undefined;
+    const read = () => page(scopeOf(communityA), metadata, { path: 'req_historical', reader: reader() }, q);
+    const together = await observed(() => Promise.all([read(), read()]));
+    expect(together.coalesced).toBe(1);
+    const o = await observed(async () => {
+      repo.next(() => {
+        late = read();
+      });
+      const early = await read();
+      return [early, await late];
+    });
+    expect(late).toBeDefined();
+    expect(o.coalesced).toBe(0);
+    expect(o.value).toEqual([[], []]);
+  });
 });
 
 it('a shared read that is shed fails the read that started it; the reads that joined get one attempt of their own, together', async () => {

@@ -209,6 +209,48 @@ describe('predicates on divergent fixtures', () => {
   });
 });
 
+describe('when a read says its snapshot is fixed (RouteRequest.onSnapshot, the relay\'s single flight)', () => {
+  /** A read that records, in order, the hook's call and its work's start, and where the work ran. */
+  async function hooked(predicate = BOUNDED) {
+    const steps: string[] = [];
+    let stillShared: (() => boolean) | undefined;
+    const onSnapshot = (shared?: () => boolean) => {
+      stillShared = shared;
+      steps.push(shared === undefined ? 'snapshot' : 'proved snapshot');
+    };
+    const where = await layer.routed.read({ path: 'req_historical', predicate, onSnapshot }, async (d) => {
+      steps.push('work');
+      const { rows } = await sql<{ standby: boolean }>`select pg_is_in_recovery() as standby`.execute(d);
+      return rows[0].standby ? 'replica' : 'writer';
+    });
+    return { where, steps, stillShared };
+  }
+
+  it('a bounded replica read: after the proof, before the work; shared while the proof is within the budget', async () => {
+    proof.open(FAR_WALL, performance.now() - 1800); // 200 ms left of the 2 s budget
+    const r = await hooked();
+    expect(r.where).toBe('replica');
+    expect(r.steps).toEqual(['proved snapshot', 'work']);
+    expect(r.stillShared?.()).toBe(true);
+    await waitUntil('the proof past the budget', () => r.stillShared?.() === false, 5000);
+  });
+
+  it('a covered replica read: shared for as long as it runs, whatever the proof\'s age', async () => {
+    proof.open(FAR_WALL, performance.now() - 10_000);
+    const r = await hooked(fromChannelCursor(randomUUID(), now() - 1000));
+    expect(r.where).toBe('replica');
+    expect(r.stillShared?.()).toBe(true);
+  });
+
+  it('a writer read: as its work starts, and never shared after', async () => {
+    proof.open(FAR_WALL, performance.now() - 3000); // older than the budget: the writer serves
+    const r = await hooked();
+    expect(r.where).toBe('writer');
+    expect(r.steps).toEqual(['snapshot', 'work']);
+    expect(r.stillShared).toBeUndefined();
+  });
+});
+
 describe('serving, fallback and sessions', () => {
   beforeAll(() => proof.open(FAR_WALL));
 

@@ -35,6 +35,14 @@ export interface RouteRequest {
    * heavy-read cap (WriterReadOptions.heavy).
    */
   readonly heavy?: boolean;
+  /**
+   * Called once the read's snapshot is fixed: when its work starts on the writer, or when a replica
+   * read's proof is answered (before its work starts on that snapshot). For a replica
+   * snapshot `stillShared` says whether an identical read asking now could be served from it: the
+   * check its own proof would have to pass (the staleness bound; always for a covered read). The
+   * relay's single flight lets such reads share this one.
+   */
+  readonly onSnapshot?: (stillShared?: () => boolean) => void;
 }
 
 /**

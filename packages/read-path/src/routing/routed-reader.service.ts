@@ -142,8 +142,9 @@ export class RoutedReader {
   async read<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>, postVerify?: (page: T, entry: ProofEntry) => boolean): Promise<T> {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
-      const fallBack = () => this.clientReadOnWriter(fallbackOperation(req), work, { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
+      const fallBack = () => this.clientReadOnWriter(fallbackOperation(req), snapshotAtStart(req, work), { signal: req.signal, tenant: req.tenant, heavy: req.heavy });
       if (decision.target === 'writer') return fallBack();
+      req.onSnapshot?.(this.stillShared(decision.verdict, decision.tx.entry));
       const { tx } = decision;
       let result: T;
       const cancel = tx.cancelOnAbort(req.signal);
@@ -174,10 +175,11 @@ export class RoutedReader {
     return this.spanned(req, async () => {
       const decision = await this.route(req);
       const fallBack = async () => ({
-        page: await this.clientReadOnWriter(fallbackOperation(req), page, { signal: req.signal, tenant: req.tenant }),
+        page: await this.clientReadOnWriter(fallbackOperation(req), snapshotAtStart(req, page), { signal: req.signal, tenant: req.tenant }),
         session: this.writerSession(req.tenant),
       });
       if (decision.target === 'writer') return fallBack();
+      req.onSnapshot?.(this.stillShared(decision.verdict, decision.tx.entry));
       const { tx } = decision;
       let result: T;
       try {
@@ -265,6 +267,16 @@ export class RoutedReader {
       default:
         return assertNever(p, stage);
     }
+  }
+
+  /**
+   * Whether an identical read asking later could be served from a replica snapshot proved with
+   * `entry` (RouteRequest.onSnapshot): a covered read's bound stays below the proved wall; a
+   * bounded read's proof must still be within the budget. (Reads owed their own writes never ask.)
+   */
+  private stillShared(verdict: 'covered' | 'fresh', entry: ProofEntry): () => boolean {
+    if (verdict === 'covered') return () => true;
+    return () => this.fence.ring.ageOf(entry) <= this.budgetMs;
   }
 
   /**
@@ -361,6 +373,16 @@ export class RoutedReader {
     }
     return { target: 'replica', tx, verdict: verdict.verdict };
   }
+}
+
+/** `work` on the writer: its statement takes the read's snapshot as it starts (RouteRequest.onSnapshot). */
+function snapshotAtStart<T>(req: RouteRequest, work: (db: Kysely<DB>) => Promise<T>): (db: Kysely<DB>) => Promise<T> {
+  const fixed = req.onSnapshot;
+  if (fixed === undefined) return work;
+  return (db) => {
+    fixed();
+    return work(db);
+  };
 }
 
 /** Writer-side fallbacks acquire with the read's own operation (§2.2). */
