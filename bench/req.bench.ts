@@ -9,7 +9,7 @@
  *
  *   npm run build && node dist/bench/req.bench.js [--seed 10000] [--reqs 250] [--connections 8] [--warmup 100]
  *     [--rates 250,500,750] [--open-seconds 10] [--open-warmup-seconds 10] [--shapes kinds,author,tag,channel]
- *     [--rest-seconds 0]
+ *     [--rest-seconds 0] [--peers nostream]
  *
  * Then, for each `--rates` value (REQs per second over all connections and the four shapes in
  * turn), an open-loop run of `--open-seconds`: REQs go out on schedule whether or not earlier ones
@@ -24,6 +24,12 @@
  * Last, a `memory` line: the relay's RSS once its clients closed, and with `--rest-seconds` N also
  * after N idle seconds (V8 gives its young generation back in a memory-reducing collection some
  * tens of seconds after the load stops; issue 32's goal is RSS after the run).
+ *
+ * With `--peers nostream` (a checkout named by NOSTREAM_DIR, lib/nostream.ts), once the relay and
+ * its pair are stopped: the same signed seed published to nostream on a fresh pair, then the same
+ * closed-loop shapes against it (lib/req-peers.ts), one `nostream_<shape>` line each and
+ * `nostream_all`, each with `relay_ratio`: the relay's REQ/s of that shape in this run over the
+ * peer's.
  */
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
@@ -39,6 +45,7 @@ import { gcCombine, gcTotals, NO_GC, podMetric, type GcTotals } from './lib/pod-
 import { procStatusBytes } from './lib/abuse-watch.js';
 import { signInParallel, type SignJob } from './lib/sign-pool.js';
 import { closeClients, connectClients, dealRoundRobin, runSqlClients } from './lib/sql-baseline.js';
+import { type Peer, type PeerName, peersToRun, startPeer, stopPeer } from './lib/req-peers.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -51,6 +58,7 @@ const { values: args } = parseArgs({
     'open-seconds': { type: 'string', default: '10' },
     'open-warmup-seconds': { type: 'string', default: '10' },
     'rest-seconds': { type: 'string', default: '0' },
+    peers: { type: 'string', default: '' },
     ...chartsOption,
   },
 });
@@ -63,6 +71,7 @@ const SHAPES = args.shapes.split(',').filter(Boolean);
 const OPEN_SECONDS = Number(args['open-seconds']);
 const OPEN_WARMUP_SECONDS = Number(args['open-warmup-seconds']);
 const REST_SECONDS = Number(args['rest-seconds']);
+const PEER_NAMES = peersToRun(args.peers);
 const LIMIT = 20;
 const TOPICS = 20;
 const SPREAD_SECS = 300;
@@ -170,12 +179,16 @@ async function seed(env: BenchEnv, conns: readonly BenchConnection[], events: re
   logLine(`seeded ${result.accepted} events through the relay in ${round(secondsSince(start), 1)} s`);
 }
 
-/** Signs the seed and publishes it; the signed events are garbage once this returns. */
-async function signAndSeed(env: BenchEnv, conns: readonly BenchConnection[], keys: readonly Uint8Array[], channels: readonly string[]): Promise<void> {
+/**
+ * Signs the seed and publishes it. Returns the signed events when a peer will be seeded with them
+ * too; otherwise they are garbage once this returns.
+ */
+async function signAndSeed(env: BenchEnv, conns: readonly BenchConnection[], keys: readonly Uint8Array[], channels: readonly string[]): Promise<NostrEvent[]> {
   const signStart = process.hrtime.bigint();
   const events = await signInParallel(keys, seedTemplates(channels));
   logLine(`signed ${events.length} events in ${round(secondsSince(signStart), 1)} s (nostr-tools finalizeEvent)`);
   await seed(env, conns, events);
+  return PEER_NAMES.length > 0 ? events : [];
 }
 
 async function communityOf(url: string): Promise<string> {
@@ -198,13 +211,19 @@ interface RelayRun {
   bad: string[];
 }
 
-async function relayRun(conns: readonly BenchConnection[], shape: Shape, count: number): Promise<RelayRun> {
+/**
+ * `count` REQs per connection, one after another, each reusing the subscription id (NIP-01: a REQ
+ * replaces the subscription of the same id). `closeEach`: send CLOSE after each EOSE instead, for
+ * a peer that refuses a reused id (nostream answers a NOTICE and no EOSE).
+ */
+async function relayRun(conns: readonly BenchConnection[], shape: Shape, count: number, closeEach = false): Promise<RelayRun> {
   const run: RelayRun = { seconds: 0, latenciesMs: [], samples: [], firstIds: [], bad: [] };
   const start = process.hrtime.bigint();
   await Promise.all(
     conns.map(async (conn, c) => {
       for (let r = 0; r < count; r++) {
         const res = await conn.req('q', shape.filter(c, r));
+        if (closeEach) conn.closeSubscription('q');
         run.latenciesMs.push(res.ms);
         run.samples.push([c, res.sentAtMs, res.ms]);
         if (c === 0 && r === 0) run.firstIds = res.ids;
@@ -433,19 +452,79 @@ async function memoryLine(env: BenchEnv): Promise<Record<string, unknown>> {
   };
 }
 
+/** Adds one run's requests, time and CPU to a running total. */
+function addTimed(into: Timed, run: Timed): void {
+  into.seconds += run.seconds;
+  into.latenciesMs.push(...run.latenciesMs);
+  into.cpu = { relay: into.cpu.relay + run.cpu.relay, postgres: into.cpu.postgres + run.cpu.postgres, client: into.cpu.client + run.cpu.client };
+}
+
+/** One shape against a peer: its warm-up, then the measured run, by the relay's own loop. */
+async function peerShape(peer: Peer, shape: Shape): Promise<Timed> {
+  await relayRun(peer.conns, shape, WARMUP, true);
+  collectGarbage();
+  const run = await metered(peer.env, () => relayRun(peer.conns, shape, REQS, true));
+  if (run.bad.length > 0) throw new Error(`${peer.name} ${shape.name}: ${run.bad.length} REQs ended badly, e.g. ${run.bad[0]}`);
+  return run;
+}
+
+function peerLine(peer: Peer, shape: string, run: Timed, relayPerS: number | undefined) {
+  const perS = run.latenciesMs.length / run.seconds;
+  const r = summarize(run.latenciesMs);
+  return {
+    bench: 'req',
+    variant: `${peer.name}_${shape}`,
+    connections: CONNECTIONS,
+    limit: LIMIT,
+    reqs: run.latenciesMs.length,
+    reqs_per_s: round(perS, 1),
+    eose_p50_ms: r.p50,
+    eose_p90_ms: r.p90,
+    eose_p99_ms: r.p99,
+    eose_max_ms: r.max,
+    peer_cpu_ms_per_req: perItem(run.cpu.relay, run),
+    pg_cpu_ms_per_req: perItem(run.cpu.postgres, run),
+    relay_reqs_per_s: relayPerS ?? null,
+    relay_ratio: relayPerS === undefined ? null : round(relayPerS / perS, 3),
+  };
+}
+
+/** The peer lines: every shape as the relay ran them (the first once more, discarded, as for the relay), then `all`. */
+async function peerLines(name: PeerName, events: readonly NostrEvent[], allShapes: readonly Shape[], relayRates: ReadonlyMap<string, number>): Promise<void> {
+  const peer = await startPeer(name, events, CONNECTIONS, PUBLISH_WINDOW);
+  try {
+    await peerShape(peer, allShapes[0]);
+    const all = emptyTimed();
+    for (const shape of allShapes) {
+      const run = await peerShape(peer, shape);
+      console.log(JSON.stringify(peerLine(peer, shape.name, run, relayRates.get(shape.name))));
+      addTimed(all, run);
+    }
+    console.log(JSON.stringify(peerLine(peer, 'all', all, relayRates.get('all'))));
+  } catch (err) {
+    logLine(`${name} output:\n${peer.env.relayOutput()}`);
+    throw err;
+  } finally {
+    await stopPeer(peer);
+  }
+}
+
 async function main(): Promise<void> {
   const env = await startBenchEnv(); // first: a relay that cannot start fails the run at once
+  let seeded: NostrEvent[] = [];
+  let allShapes: Shape[] = [];
+  const relayRates = new Map<string, number>();
   try {
     const keys = Array.from({ length: CONNECTIONS }, () => generateSecretKey());
     const channels = Array.from({ length: CHANNELS }, () => randomUUID());
     const conns = await Promise.all(keys.map((sk) => BenchConnection.open(env.relayUrl, sk)));
     await createChannels(conns[0], keys[0], channels);
-    await signAndSeed(env, conns, keys, channels);
+    seeded = await signAndSeed(env, conns, keys, channels);
     const communityId = await communityOf(env.writerUrl);
     const all: ShapeResult = { relay: emptyTimed(), gc: NO_GC, samples: [], sql: emptyTimed(), relaySql: emptyTimed() };
     // In the order given, repeats allowed (`--shapes tag,kinds,tag` shows what running first does).
     const known = shapes(keys.map((k) => getPublicKey(k)), channels);
-    const allShapes = SHAPES.map((name) => known.find((s) => s.name === name) ?? fail(`--shapes: ${name} is not one of ${known.map((s) => s.name).join(', ')}`));
+    allShapes = SHAPES.map((name) => known.find((s) => s.name === name) ?? fail(`--shapes: ${name} is not one of ${known.map((s) => s.name).join(', ')}`));
     // One whole pass of the first shape, discarded. Whichever shape was measured first showed
     // about three times the client CPU per REQ of the later ones, with more relay and Postgres CPU
     // and a higher p99, even after a forced collection in the bench and a 30 s pause after
@@ -455,20 +534,20 @@ async function main(): Promise<void> {
     const distribution: SeriesSample[] = [];
     for (const shape of allShapes) {
       const result = await measureShape(env, conns, communityId, shape);
-      console.log(JSON.stringify(resultLine(shape.name, result)));
+      const line = resultLine(shape.name, result);
+      relayRates.set(shape.name, line.reqs_per_s);
+      console.log(JSON.stringify(line));
       const t0 = Math.min(...result.samples.map(([, sentAt]) => sentAt));
       for (const [, sentAt, ms] of result.samples) overTime.push({ t: round((sentAt - t0) / 1000, 3), ms: round(ms, 3), series: shape.name });
       for (const ms of result.relay.latenciesMs) distribution.push({ series: `relay ${shape.name}`, ms });
       for (const ms of result.sql.latenciesMs) distribution.push({ series: `SQL ${shape.name}`, ms });
       writeSamples(shape.name, result.samples);
       all.gc = gcCombine(all.gc, result.gc, 1);
-      for (const key of ['relay', 'sql', 'relaySql'] as const) {
-        all[key].seconds += result[key].seconds;
-        all[key].latenciesMs.push(...result[key].latenciesMs);
-        all[key].cpu = { relay: all[key].cpu.relay + result[key].cpu.relay, postgres: all[key].cpu.postgres + result[key].cpu.postgres, client: all[key].cpu.client + result[key].cpu.client };
-      }
+      for (const key of ['relay', 'sql', 'relaySql'] as const) addTimed(all[key], result[key]);
     }
-    console.log(JSON.stringify(resultLine('all', all)));
+    const allLine = resultLine('all', all);
+    relayRates.set('all', allLine.reqs_per_s);
+    console.log(JSON.stringify(allLine));
     const dir = chartsDir(args.charts, 'req');
     if (dir !== undefined) {
       const title = `${CONNECTIONS} connections, REQ to EOSE, limit ${LIMIT}`;
@@ -493,6 +572,7 @@ async function main(): Promise<void> {
   } finally {
     await env.stop();
   }
+  for (const name of PEER_NAMES) await peerLines(name, seeded, allShapes, relayRates);
 }
 
 runBench(main);
