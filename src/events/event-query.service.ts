@@ -252,8 +252,8 @@ export class EventQueryService {
   }
 
   /**
-   * `snapshot` is called once the page's snapshot is fixed (RouteRequest.onSnapshot): a writer
-   * read's work starting, a replica read's proof answered (its page may already be on the wire).
+   * `snapshot` is called once the page's snapshot is fixed (RouteRequest.onSnapshot): as a writer
+   * read's work starts, or when a replica read's proof is answered, with how long it may be shared.
    */
   private readPage(scope: ReadScope, filter: NostrFilter, ctx: HistoryContext | undefined, signal: AbortSignal | undefined, snapshot: Started, work: (db: Kysely<DB>) => Promise<HistoryPage>): Promise<HistoryPage> {
     const heavy = ctx !== undefined && heavyRead(filter);

@@ -10,9 +10,8 @@
  * joins, so no waiter gets rows from a snapshot taken before it asked. A replica read's snapshot
  * is proved for bounded staleness (docs/read-routing.md): a later read joins while that proof is
  * still within the bound the later read would be held to (`started(stillShared)`), the check its
- * own proof would have to pass, so every waiter gets what it could have got alone. (Closing a
- * replica flight at its proof halved the sharing under the large-readers attack once a proved
- * read took one round trip: journal/30.)
+ * own proof would have to pass, so every waiter gets what it could have got alone. (Under the
+ * large-readers attack the replica then served 14–18 % fewer reads: journal/30.)
  *
  * A failed flight fails every waiter with the same error, with one exception: a flight that was
  * shed (the reader busy, seed 000) fails only the read that started it. The reads that joined it
@@ -20,7 +19,7 @@
  * shed flight in a 1,000-client storm sent 651 clients into retries.) A waiter whose client went
  * away just stops waiting; the flight's statement is cancelled only once every waiter's client
  * has gone.
-
+ *
  * What may share is decided by the key (EventQueryService.flightKey): the same community, channel
  * scope, path and filter, and the same reader whenever the filter can match a gated kind. A
  * reader owed read-your-writes never joins.
@@ -48,6 +47,8 @@ interface Flight {
   /** Undefined while the snapshot is not fixed: any identical read may join. */
   joinable?: () => boolean;
 }
+
+const never = () => false;
 
 export class HistoryFlights {
   private readonly open = new Map<string, Flight>();
@@ -79,11 +80,11 @@ export class HistoryFlights {
       if (this.open.get(key) === flight) this.open.delete(key);
     };
     const started: Started = (stillShared) => {
+      flight.joinable = stillShared ?? never;
       if (stillShared === undefined) close();
-      else flight.joinable = stillShared;
     };
-    this.open.set(key, flight);
     flight.promise = start(flight.controller.signal, started);
+    this.open.set(key, flight);
     flight.promise.then(close, close);
     return this.join(flight, signal) as Promise<T>;
   }
