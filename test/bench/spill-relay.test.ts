@@ -87,7 +87,8 @@ it('says at start that history reads spill, and on a busy reader sends them to t
       return rows.length === 1;
     });
     const spilled = await routes('writer', 'reader_acquire_timeout');
-    reader.send(['REQ', 'spilled', { kinds: [1] }]);
+    // Not the held read's filter: an identical REQ would share that read (its proof is fresh) and wait with it.
+    reader.send(['REQ', 'spilled', { kinds: [1], limit: 7 }]);
     await waitUntil('the read spilled onto the writer', async () => (await routes('writer', 'reader_acquire_timeout')) === spilled + 1);
   } finally {
     await locker.query('rollback');
