@@ -112,7 +112,7 @@ export function scenarioLine(r: RunRecord): Record<string, unknown> {
     relay_refusals: r.before && last ? refusalDeltas(r.before.samples, last.samples) : null,
     route_decisions: r.before && last ? deltaBy(r.before.samples, last.samples, 'buzz_db_route_decision', {}, ['decision', 'reason']) : null,
     writer_acquires: r.before && last ? deltaBy(r.before.samples, last.samples, 'buzz_db_pool_acquire_attempts_total', { pool_role: 'writer' }, ['operation', 'outcome']) : null,
-    // Identical history reads served by one already waiting (single flight), with no read of their own.
+    // Identical history reads served by one in flight (single flight), with no read of their own.
     history_reads_coalesced: r.before && last ? (deltaBy(r.before.samples, last.samples, 'buzz_history_reads_coalesced_total', {}, [])[''] ?? 0) : null,
     cpu_s: { relay: round(r.cpu.relay, 1), postgres: round(r.cpu.postgres, 1), writer: round(r.cpu.writer ?? Number.NaN, 1), replica: round(r.cpu.replica ?? Number.NaN, 1), attacker: round(r.cpu.attacker, 1), attack_s: round((r.attackEnd - r.attackStart) / 1000, 1) },
     attacker: { ...r.attack.tally, open_sockets_at_end: { n: r.attack.openSockets } },
